@@ -1,0 +1,49 @@
+"""The incremental-decoding cache of one attention layer."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class AttentionCache:
+    """Values of every position decoded so far, keys only where ``vanilla`` needs them.
+
+    Synthesizer logits for position t depend on position t alone, so a pure synthesizer caches
+    ``V`` and nothing else: half of what dot-product attention keeps.
+    Shapes: ``keys``/``values`` (B, H, t, dh), ``padding`` (B, t) bool, True = padding.
+    """
+
+    def __init__(self) -> None:
+        self.keys: Tensor | None = None
+        self.values: Tensor | None = None
+        self.padding: Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        return 0 if self.values is None else self.values.shape[2]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.keys, self.values) if t is not None)
+
+    def append(self, values: Tensor, keys: Tensor | None, padding: Tensor | None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """Add new positions; returns the full values, keys and padding mask (or None if no padding)."""
+        grow = lambda old, new: new if old is None else torch.cat([old, new], dim=-2)  # noqa: E731
+        previous = self.length
+        self.values = grow(self.values, values)
+        if keys is not None:
+            self.keys = grow(self.keys, keys)
+        if padding is not None or self.padding is not None:
+            b, t = values.shape[0], values.shape[2]
+            old = self.padding if self.padding is not None else padding.new_zeros(b, previous)
+            new = padding if padding is not None else old.new_zeros(b, t)
+            self.padding = torch.cat([old, new], dim=1)
+        return self.values, self.keys, self.padding
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (beam search): every cached tensor is re-indexed along dim 0."""
+        for name in ("keys", "values", "padding"):
+            t = getattr(self, name)
+            if t is not None:
+                setattr(self, name, t.index_select(0, index))

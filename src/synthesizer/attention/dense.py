@@ -1,0 +1,59 @@
+"""Dense synthesizer logits: each token predicts its own attention row.
+
+``S_h = relu(x W1_h + b1_h) W2^T[:, :n] + b2[:n]``. The second layer is a key matrix that does not
+depend on the input, so the logits are a dot product ``q k^T`` with ``q = [relu(x W1_h + b1_h), 1]``
+and ``k = [W2, b2]``; the fast path relies on that form.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from .vanilla import split_heads
+
+
+def linear_init_(weight: Tensor, bias: Tensor | None, fan_in: int) -> None:
+    """nn.Linear's default initialisation, for weights stored outside an nn.Linear."""
+    bound = 1.0 / math.sqrt(fan_in)
+    nn.init.uniform_(weight, -bound, bound)
+    if bias is not None:
+        nn.init.uniform_(bias, -bound, bound)
+
+
+class DenseLogits(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, max_len: int, per_head: bool = False):
+        super().__init__()
+        self.n_heads, self.per_head = n_heads, per_head
+        d_head = d_model // n_heads
+        self.hidden = nn.Linear(d_model, d_model)  # W1 for all heads at once: d -> H * dh
+        shape = (n_heads, max_len) if per_head else (max_len,)
+        self.w2 = nn.Parameter(torch.empty(*shape, d_head))  # (L, dh) or (H, L, dh)
+        self.b2 = nn.Parameter(torch.empty(*shape))  # (L,) or (H, L)
+        linear_init_(self.w2, self.b2, d_head)
+
+    def queries(self, x: Tensor) -> Tensor:
+        """(B, t, d) -> relu(x W1 + b1) as (B, H, t, dh)."""
+        return torch.relu(split_heads(self.hidden(x), self.n_heads))
+
+    def key_matrix(self, n_keys: int) -> tuple[Tensor, Tensor]:
+        """W2 and b2 cut to the first n_keys positions, shaped (1|H, n_keys, dh) and (1|H, n_keys)."""
+        if self.per_head:
+            return self.w2[:, :n_keys], self.b2[:, :n_keys]
+        return self.w2[:n_keys].unsqueeze(0), self.b2[:n_keys].unsqueeze(0)
+
+    def logits(self, x: Tensor, n_keys: int) -> Tensor:
+        """Rows for the tokens of x, columns 0..n_keys-1: (B, H, t, n_keys)."""
+        w2, b2 = self.key_matrix(n_keys)
+        return self.queries(x) @ w2.transpose(-1, -2).unsqueeze(0) + b2.unsqueeze(0).unsqueeze(-2)
+
+    def features(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """q (B, H, n, dh+1) and k (1|B.., H, n, dh+1) with q k^T equal to the logits."""
+        q = self.queries(x)
+        q = torch.cat([q, q.new_ones(q.shape[:-1] + (1,))], dim=-1)
+        w2, b2 = self.key_matrix(x.shape[1])
+        k = torch.cat([w2, b2.unsqueeze(-1)], dim=-1).unsqueeze(0)
+        return q, k.expand(x.shape[0], self.n_heads, -1, -1)
+

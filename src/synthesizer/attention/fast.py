@@ -1,0 +1,72 @@
+"""Fast paths: the same function as the reference path, without a (B, H, n, n) tensor.
+
+* ``shared``: every component is input-independent (random kinds), so ``P = softmax(mask(S))`` is
+  computed once per head and applied to the whole batch as one matrix product per head. Key padding
+  uses ``O_b = P (m_b * V_b) / (P m_b)`` with ``m_b`` the 0/1 vector of real keys.
+* ``fused``: logits that are dot products (dense, factorized_random, vanilla and their mixtures) are
+  one dot product over concatenated features, handed to ``scaled_dot_product_attention``.
+* ``fused_bias``: as ``fused`` plus a batch-shared additive term (``w * R``) given as a float mask.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .masks import causal_mask
+
+
+def shared_attention(logits: Tensor, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
+    """logits (H, n, n) shared by the batch, v (B, H, n, dh) -> (B, n, H*dh).
+
+    With dropout, one dropout mask per head is shared by the batch (the price of never building
+    per-example weights); ``impl="reference"`` drops per example.
+    """
+    b, h, n, dh = v.shape
+    if causal:
+        logits = logits.masked_fill(causal_mask(n, n, v.device), float("-inf"))
+    probs = torch.softmax(logits, dim=-1)  # no empty rows: without padding every row keeps its diagonal
+    dropped = F.dropout(probs, dropout, training) if training and dropout > 0 else probs
+    if padding is not None:
+        keep = (~padding).to(v.dtype)  # (B, n)
+        v = v * keep[:, None, :, None]
+    flat = v.permute(1, 2, 0, 3).reshape(h, n, b * dh)  # (H, n, B*dh): the batch becomes columns
+    out = torch.bmm(dropped, flat).view(h, n, b, dh)
+    if padding is not None:
+        denom = (probs @ keep.t()).unsqueeze(-1)  # (H, n, B, 1): weight of the real keys in each row
+        out = torch.where(denom > 0, out / denom.clamp_min(torch.finfo(denom.dtype).tiny), out.new_zeros(()))
+    return out.permute(2, 1, 0, 3).reshape(b, n, h * dh)
+
+
+def fused_attention(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None, causal: bool, dropout: float,
+                    training: bool, bias: Tensor | None = None) -> Tensor:
+    """q, k (B, H, n, dq); v (B, H, n, dh); logits are ``q k^T (+ bias)`` with no further scaling.
+
+    ``bias`` (1|B, H, n, n) is added to the logits (a float mask). Returns (B, n, H*dh).
+    """
+    b, h, n, dh = v.shape
+    dq = q.shape[-1]
+    if dq != dh:  # the fused CPU kernel needs one head size for q, k and v
+        v = F.pad(v, (0, dq - dh)) if dq > dh else v
+        if dq < dh:
+            q, k = F.pad(q, (0, dh - dq)), F.pad(k, (0, dh - dq))
+    allowed, empty = None, None
+    if padding is not None:
+        allowed = ~padding[:, None, None, :]  # (B, 1, 1, n)
+        if causal:
+            allowed = allowed & ~causal_mask(n, n, q.device)
+        # A row with no allowed key would be NaN: let it see everything, then zero its output.
+        empty = ~allowed.any(dim=-1, keepdim=True)
+        allowed = allowed | empty
+    is_causal = causal and allowed is None and bias is None
+    mask = allowed
+    if bias is not None:
+        if allowed is None and causal:
+            allowed = ~causal_mask(n, n, q.device)
+        mask = bias if allowed is None else bias.masked_fill(~allowed, float("-inf"))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout if training else 0.0,
+                                         is_causal=is_causal, scale=1.0)
+    if empty is not None:
+        out = out.masked_fill(empty, 0.0)
+    return out[..., :dh].transpose(1, 2).reshape(b, n, h * dh)
