@@ -1,0 +1,115 @@
+"""Blockwise attention with a batch-shared additive term: memory-lean, and its backward gives the
+gradient of that term (which the fused kernel does not).
+
+Logits ``q k^T + bias`` (bias shared by the batch, e.g. ``w * R`` of a random synthesizer), masked,
+softmax, dropout, times ``v``. Queries are processed in blocks, so at most (B, H, block, n) logits
+exist at a time; the backward recomputes them from the saved log-sum-exp, as flash attention does.
+q and k may have another head size than v (no padding of v needed).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .masks import causal_mask
+
+BLOCK_ELEMENTS = 1 << 22  # logits per block: 16 MiB in float32, small enough to stay cheap
+
+
+def _block_size(b: int, h: int, n: int) -> int:
+    return max(16, min(n, BLOCK_ELEMENTS // max(1, b * h * n)))
+
+
+def _dropout_keep(shape: tuple[int, ...], p: float, seed: int, device: torch.device) -> Tensor:
+    """The same keep-mask for a given seed in forward and backward."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    return torch.rand(shape, generator=gen, device=device) >= p
+
+
+class _BlockwiseAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, bias, padding, causal, dropout, seed):
+        b, h, n, _ = q.shape
+        block = _block_size(b, h, n)
+        out = v.new_empty(b, h, n, v.shape[-1])
+        lse = q.new_empty(b, h, n, 1)
+        for s in range(0, n, block):
+            e = min(s + block, n)
+            probs, lse[:, :, s:e] = _block_probs(q, k, bias, padding, causal, s, e, None)
+            if dropout > 0:
+                probs = probs * _dropout_keep(probs.shape, dropout, seed + s, q.device) / (1 - dropout)
+            out[:, :, s:e] = probs @ v[:, :, : probs.shape[-1]]
+        ctx.save_for_backward(q, k, v, bias, padding, out, lse)
+        ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, bias, padding, out, lse = ctx.saved_tensors
+        causal, dropout, seed = ctx.causal, ctx.dropout, ctx.seed
+        b, h, n, _ = q.shape
+        block = _block_size(b, h, n)
+        grad_out = grad_out.contiguous()
+        delta = (grad_out * out).sum(-1, keepdim=True)  # rowsum(P * dP), (B, H, n, 1)
+        dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+        dbias = torch.zeros_like(bias) if bias is not None and ctx.needs_input_grad[3] else None
+        for s in range(0, n, block):
+            e = min(s + block, n)
+            probs, _ = _block_probs(q, k, bias, padding, causal, s, e, lse[:, :, s:e])
+            m = probs.shape[-1]  # keys this block can see
+            go = grad_out[:, :, s:e]
+            dprobs = go @ v[:, :, :m].transpose(-1, -2)
+            if dropout > 0:
+                keep = _dropout_keep(probs.shape, dropout, seed + s, q.device) / (1 - dropout)
+                dv[:, :, :m] += (probs * keep).transpose(-1, -2) @ go
+                dprobs = dprobs * keep
+            else:
+                dv[:, :, :m] += probs.transpose(-1, -2) @ go
+            dlogits = probs * (dprobs - delta[:, :, s:e])
+            dq[:, :, s:e] = dlogits @ k[:, :, :m]
+            dk[:, :, :m] += dlogits.transpose(-1, -2) @ q[:, :, s:e]
+            if dbias is not None:
+                dbias[..., s:e, :m] += dlogits.sum(0, keepdim=dbias.dim() == 4)
+        return dq, dk, dv, dbias, None, None, None, None
+
+
+def _block_probs(q: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool, s: int, e: int,
+                 lse: Tensor | None) -> tuple[Tensor, Tensor | None]:
+    """Probabilities of query rows s..e-1 over the keys they may see (all, or 0..e-1 when causal).
+
+    Without ``lse`` they are normalised here and the row log-sum-exp is returned; with it (the
+    backward) they are recomputed as exp(logits - lse). Fully masked rows give zeros.
+    """
+    m = e if causal else k.shape[2]
+    logits = q[:, :, s:e] @ k[:, :, :m].transpose(-1, -2)
+    if bias is not None:
+        logits = logits + bias[..., s:e, :m]
+    mask = None
+    if causal:
+        mask = causal_mask(e - s, m, q.device, start=s)
+    if padding is not None:
+        pad = padding[:, None, None, :m]
+        mask = pad if mask is None else mask | pad
+    if mask is not None:
+        logits = logits.masked_fill(mask, float("-inf"))
+    if lse is not None:
+        return torch.exp(logits - lse), None
+    top = logits.amax(-1, keepdim=True)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    probs = torch.exp(logits - top)
+    total = probs.sum(-1, keepdim=True)
+    # Empty rows: total 0 -> lse = +inf, so exp(logits - lse) is 0 in the backward too.
+    lse = torch.where(total > 0, top + torch.log(total), torch.full_like(total, float("inf")))
+    return probs / torch.where(total > 0, total, torch.ones_like(total)), lse
+
+
+def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, padding: Tensor | None = None,
+                        causal: bool = False, dropout: float = 0.0, training: bool = False) -> Tensor:
+    """q, k (B, H, n, dq); v (B, H, n, dv); bias (H, n, n) or None; padding (B, n) bool, True = pad.
+
+    Returns (B, H, n, dv). Logits are ``q k^T + bias``: no scaling is applied here.
+    """
+    p = dropout if training else 0.0
+    seed = int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else 0
+    return _BlockwiseAttention.apply(q, k, v, bias, padding, causal, p, seed)

@@ -1,0 +1,134 @@
+"""Encoder-decoder cross-attention: queries from the decoder, keys and values from the encoder memory.
+
+Synthesizers replace self-attention only; cross-attention is ``vanilla`` (dot product) unless a model
+asks for ``random``, whose logits ``R_h[t0:t0+t, :s]`` come from ``R: (H, L_tgt, L_src)``.
+The memory's keys and values are computed once per source (``memory_kv``) and reused at every
+decoding step; ``CrossAttentionCache.reorder`` follows beam search.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .masks import check_padding_mask, masked_softmax
+from .random import xavier_per_head_
+from .vanilla import split_heads
+
+CROSS_KINDS = ("vanilla", "random")
+
+
+class CrossAttentionCache:
+    """The memory projected once: ``keys`` (B, H, s, dh) or None (random), ``values`` (B, H, s, dh),
+    ``padding`` (B, s) bool (True = padding) or None."""
+
+    def __init__(self) -> None:
+        self.keys: Tensor | None = None
+        self.values: Tensor | None = None
+        self.padding: Tensor | None = None
+
+    @property
+    def filled(self) -> bool:
+        return self.values is not None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.keys, self.values) if t is not None)
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (beam search)."""
+        for name in ("keys", "values", "padding"):
+            t = getattr(self, name)
+            if t is not None:
+                setattr(self, name, t.index_select(0, index))
+
+
+class CrossAttention(nn.Module):
+    """Multi-head cross-attention.
+
+    Args:
+        d_model, n_heads: width and heads. max_len: longest target (and, unless ``max_src_len`` is
+            given, source) sequence; only the ``random`` kind is sized by them.
+        kind: ``"vanilla"`` or ``"random"``. dropout: on the attention weights.
+    Shapes: ``x`` (B, t, d) decoder states, ``memory`` (B, s, d), ``memory_padding_mask`` (B, s) bool.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, kind: str = "vanilla", dropout: float = 0.0,
+                 max_src_len: int | None = None):
+        super().__init__()
+        if kind not in CROSS_KINDS:
+            raise ValueError(f"unknown cross-attention kind {kind!r}; allowed: {', '.join(CROSS_KINDS)}")
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
+        self.d_model, self.n_heads, self.kind, self.dropout = d_model, n_heads, kind, dropout
+        self.max_len, self.max_src_len = max_len, max_src_len or max_len
+        if kind == "vanilla":
+            self.query = nn.Linear(d_model, d_model)
+            self.key = nn.Linear(d_model, d_model)
+        else:
+            self.r = nn.Parameter(xavier_per_head_(torch.empty(n_heads, self.max_len, self.max_src_len)))
+        self.value = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def memory_kv(self, memory: Tensor, memory_padding_mask: Tensor | None = None) -> CrossAttentionCache:
+        """Project the memory (B, s, d) once; the result serves every decoding step."""
+        if memory.dim() != 3 or memory.shape[-1] != self.d_model:
+            raise ValueError(f"memory must have shape (batch, src_len, d_model={self.d_model}), got {tuple(memory.shape)}")
+        if memory.shape[1] > self.max_src_len:
+            raise ValueError(f"source length {memory.shape[1]} exceeds max_len={self.max_src_len} of this cross-attention")
+        check_padding_mask(memory_padding_mask, memory.shape[0], memory.shape[1])
+        cache = CrossAttentionCache()
+        cache.values = split_heads(self.value(memory), self.n_heads)
+        cache.keys = split_heads(self.key(memory), self.n_heads) if self.kind == "vanilla" else None
+        cache.padding = memory_padding_mask
+        return cache
+
+    def forward(self, x: Tensor, memory: Tensor | None = None, memory_padding_mask: Tensor | None = None,
+                cache: CrossAttentionCache | None = None, start: int = 0) -> Tensor:
+        """x (B, t, d) -> (B, t, d). ``start``: position of x's first row in the target (random kind).
+
+        With an empty ``cache`` the memory's K/V are computed and stored in it; with a filled one,
+        ``memory`` is not needed.
+        """
+        if cache is None or not cache.filled:
+            if memory is None:
+                raise ValueError("cross-attention needs the encoder memory (or a filled CrossAttentionCache)")
+            kv = self.memory_kv(memory, memory_padding_mask)
+            if cache is not None:
+                cache.keys, cache.values, cache.padding = kv.keys, kv.values, kv.padding
+        else:
+            kv = cache
+        b, t, _ = x.shape
+        if start + t > self.max_len:
+            raise ValueError(f"target positions {start}..{start + t - 1} exceed max_len={self.max_len} of this cross-attention")
+        padding = kv.padding
+        empty = None if padding is None else padding.all(dim=-1)  # sources made only of padding
+        p = self.dropout if self.training else 0.0
+        if self.kind == "vanilla":
+            q = split_heads(self.query(x), self.n_heads)
+            mask = None
+            if padding is not None:
+                # SDPA's bool mask is True where attention is allowed; an all-padding source would give
+                # NaN, so it attends everywhere and is zeroed below.
+                mask = (~padding | empty[:, None])[:, None, None, :]
+            heads = F.scaled_dot_product_attention(q, kv.keys, kv.values, attn_mask=mask, dropout_p=p,
+                                                   scale=1.0 / math.sqrt(self.d_model // self.n_heads))
+        else:
+            logits = self.r[:, start : start + t, : kv.values.shape[2]].unsqueeze(0)
+            mask = None if padding is None else padding[:, None, None, :]
+            probs = masked_softmax(logits, mask)
+            if p > 0:
+                probs = F.dropout(probs, p)
+            heads = probs @ kv.values
+        if empty is not None:
+            heads = heads.masked_fill(empty[:, None, None, None], 0.0)
+        return self.out(heads.transpose(1, 2).reshape(b, t, self.d_model))
+
+    def param_counts(self) -> dict[str, int]:
+        return {"total": sum(p.numel() for p in self.parameters())}
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind!r}, d_model={self.d_model}, n_heads={self.n_heads}"

@@ -1,0 +1,84 @@
+"""Build a self-attention layer ("mixer") from its kind string: a Synthesizer kind or a baseline.
+
+Every mixer has the constructor ``Cls(d_model, n_heads, max_len, causal=False, dropout=0.0, **options)``
+(SynthesizerAttention takes ``kind`` as well) and the forward ``(x, key_padding_mask=None, cache=None)``,
+so models never need to know which one they hold.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+from torch import nn
+
+from .kinds import ALIASES, COMPONENTS, allowed_kinds_text, parse_kind
+from .synthesizer import SynthesizerAttention
+
+# Baselines live beside the Synthesizer layers; imported only when asked for, so that a missing
+# optional dependency of one baseline never breaks the others.
+BASELINES = {
+    "linformer": ("synthesizer.attention.linformer", "Linformer", "LinformerAttention"),
+    "lightconv": ("synthesizer.attention.lightconv", "LightweightConv"),
+    "dynamicconv": ("synthesizer.attention.dynamicconv", "DynamicConv"),
+}
+SYNTHESIZER_OPTIONS = ("k", "fd_split", "dense_per_head", "mix_per_head", "impl")
+
+
+def allowed_mixers_text() -> str:
+    return f"{allowed_kinds_text()}; or a baseline: {', '.join(BASELINES)}"
+
+
+def check_kind(kind: str) -> str:
+    """The canonical name of ``kind`` (``"R+V"`` -> ``"random+vanilla"``); ValueError listing every allowed kind."""
+    if isinstance(kind, str) and kind.strip().lower() in BASELINES:
+        return kind.strip().lower()
+    parts = [p.strip().lower() for p in kind.split("+")] if isinstance(kind, str) else [None]
+    unknown = [p for p in parts if ALIASES.get(p, p) not in COMPONENTS]
+    if unknown:
+        raise ValueError(f"unknown attention kind {kind!r} (no component {unknown[0]!r}); allowed: {allowed_mixers_text()}")
+    return "+".join(parse_kind(kind))  # raises on a repeated component
+
+
+def _baseline_class(name: str) -> type[nn.Module]:
+    module, *classes = BASELINES[name]  # the class names that module may use, preferred first
+    try:
+        found = importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(f"the {name!r} baseline ({module}) could not be imported: {err}") from err
+    for cls in classes:
+        if hasattr(found, cls):
+            return getattr(found, cls)
+    raise ImportError(f"the {name!r} baseline module {module} defines none of {', '.join(classes)}")
+
+
+def _option_names(kind: str) -> tuple[str, ...]:
+    if kind not in BASELINES:
+        return SYNTHESIZER_OPTIONS
+    fixed = {"self", "d_model", "n_heads", "max_len", "causal", "dropout"}
+    params = inspect.signature(_baseline_class(kind).__init__).parameters.values()
+    return tuple(p.name for p in params if p.name not in fixed and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+
+
+def check_options(kind: str, options: dict) -> None:
+    """ValueError naming any option that the mixer ``kind`` does not take, with the ones it does."""
+    kind = check_kind(kind)
+    allowed = _option_names(kind)
+    for name in options:
+        if name not in allowed:
+            raise ValueError(f"unknown option {name!r} for attention {kind!r}; allowed options: {', '.join(allowed) or 'none'}")
+
+
+def build_mixer(kind: str, d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0,
+                **options) -> nn.Module:
+    """A self-attention layer mapping (B, n, d_model) -> (B, n, d_model) for ``kind``.
+
+    Synthesizer kinds (``"random+vanilla"``, aliases such as ``"R+V"``) give ``SynthesizerAttention``
+    with options ``k``, ``fd_split``, ``dense_per_head``, ``mix_per_head``, ``impl``; ``"linformer"``,
+    ``"lightconv"`` and ``"dynamicconv"`` give the baselines with their own options.
+    """
+    kind = check_kind(kind)
+    check_options(kind, options)
+    if kind in BASELINES:
+        return _baseline_class(kind)(d_model, n_heads, max_len, causal=causal, dropout=dropout, **options)
+    return SynthesizerAttention(d_model, n_heads, max_len, kind, causal=causal, dropout=dropout, **options)

@@ -1,0 +1,25 @@
+"""Models built from one ModelConfig: language model, encoder-decoder, classifier; and generation."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from .blocks import format_param_counts
+from .classifier import Classifier
+from .config import ModelConfig
+from .generation import BeamOutput, GenerationOutput, beam_search, generate
+from .lm import LanguageModel
+from .seq2seq import EncoderDecoder
+
+MODEL_FAMILIES = {"lm": LanguageModel, "seq2seq": EncoderDecoder, "classifier": Classifier}
+
+
+def build_model(task_family: str, config: ModelConfig) -> nn.Module:
+    """``"lm"`` -> LanguageModel, ``"seq2seq"`` -> EncoderDecoder, ``"classifier"`` -> Classifier."""
+    if task_family not in MODEL_FAMILIES:
+        raise ValueError(f"unknown model family {task_family!r}; allowed: {', '.join(MODEL_FAMILIES)}")
+    return MODEL_FAMILIES[task_family](config)
+
+
+__all__ = ["BeamOutput", "Classifier", "EncoderDecoder", "GenerationOutput", "LanguageModel", "MODEL_FAMILIES",
+           "ModelConfig", "beam_search", "build_model", "format_param_counts", "generate"]

@@ -1,0 +1,201 @@
+"""Transformer pieces shared by the models: embeddings with positions, FFN, pre-LN blocks, and the
+bookkeeping every model needs (length checks, parameter counts per component)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..attention.cross import CrossAttention, CrossAttentionCache
+from ..attention.factory import build_mixer
+from .config import ModelConfig
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
+    """(max_len, d_model): sin on even features, cos on odd ones (Vaswani et al.)."""
+    pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)[:, : d_model // 2]
+    return table
+
+
+class Embeddings(nn.Module):
+    """Tokens + absolute positions (+ segments), then dropout: ids (B, t) -> (B, t, d).
+
+    ``start`` is the absolute position of the first id (incremental decoding).
+    """
+
+    def __init__(self, config: ModelConfig, segments: bool = False):
+        super().__init__()
+        self.token = nn.Embedding(config.vocab_size, config.d_model)
+        nn.init.normal_(self.token.weight, std=0.02)
+        if config.positions == "learned":
+            self.position = nn.Embedding(config.max_len, config.d_model)
+            nn.init.normal_(self.position.weight, std=0.02)
+        else:
+            self.position = None
+            self.register_buffer("sinusoid", sinusoidal_table(config.max_len, config.d_model), persistent=False)
+        self.segment = nn.Embedding(config.n_segments, config.d_model) if segments else None
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, ids: Tensor, start: int = 0, segment_ids: Tensor | None = None) -> Tensor:
+        pos = torch.arange(start, start + ids.shape[1], device=ids.device)
+        x = self.token(ids) + (self.position(pos) if self.position is not None else self.sinusoid[pos])
+        if segment_ids is not None:
+            if self.segment is None:
+                raise ValueError("segment_ids given to a model built without segment embeddings")
+            if segment_ids.shape != ids.shape:
+                raise ValueError(f"segment_ids must have the shape of input_ids {tuple(ids.shape)}, got {tuple(segment_ids.shape)}")
+            x = x + self.segment(segment_ids)
+        return self.drop(x)
+
+
+class FeedForward(nn.Module):
+    """(B, t, d) -> (B, t, d): Linear, GELU, Linear, dropout."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.fc = nn.Linear(config.d_model, config.ffn_size)
+        self.proj = nn.Linear(config.ffn_size, config.d_model)
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.drop(self.proj(F.gelu(self.fc(x))))
+
+
+def self_attention(config: ModelConfig, causal: bool) -> nn.Module:
+    return build_mixer(config.attention, config.d_model, config.n_heads, config.max_len, causal=causal,
+                       dropout=config.dropout, **config.attention_options)
+
+
+class EncoderBlock(nn.Module):
+    """Pre-LN block: ``x + attn(LN(x))``, then ``x + ffn(LN(x))``. Bidirectional in encoders and the
+    classifier; the language model uses it with ``causal=True`` (and then a cache may be passed)."""
+
+    def __init__(self, config: ModelConfig, causal: bool = False):
+        super().__init__()
+        self.ln_attn = nn.LayerNorm(config.d_model)
+        self.attn = self_attention(config, causal)
+        self.ln_ffn = nn.LayerNorm(config.d_model)
+        self.ffn = FeedForward(config)
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, padding_mask: Tensor | None = None, cache=None) -> Tensor:
+        x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask, cache=cache))
+        return x + self.ffn(self.ln_ffn(x))
+
+
+class DecoderLayerCache:
+    """One decoder layer's decoding state: its self-attention cache and the projected memory."""
+
+    def __init__(self, self_attn, cross: CrossAttentionCache):
+        self.self_attn, self.cross = self_attn, cross
+
+    @property
+    def length(self) -> int:
+        return self.self_attn.length
+
+    @property
+    def nbytes(self) -> int:
+        return self.self_attn.nbytes + self.cross.nbytes
+
+    def reorder(self, index: Tensor) -> None:
+        self.self_attn.reorder(index)
+        self.cross.reorder(index)
+
+
+class DecoderBlock(nn.Module):
+    """Pre-LN decoder block: causal self-attention, cross-attention to the memory, FFN."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.ln_attn = nn.LayerNorm(config.d_model)
+        self.attn = self_attention(config, causal=True)
+        self.ln_cross = nn.LayerNorm(config.d_model)
+        self.cross = CrossAttention(config.d_model, config.n_heads, config.max_len, config.cross_attention, config.dropout)
+        self.ln_ffn = nn.LayerNorm(config.d_model)
+        self.ffn = FeedForward(config)
+        self.drop = nn.Dropout(config.dropout)
+
+    def new_cache(self) -> DecoderLayerCache:
+        return DecoderLayerCache(self.attn.new_cache(), CrossAttentionCache())
+
+    def forward(self, x: Tensor, memory: Tensor | None, memory_padding_mask: Tensor | None = None,
+                padding_mask: Tensor | None = None, cache: DecoderLayerCache | None = None, start: int = 0) -> Tensor:
+        """x (B, t, d) target states at positions start..start+t-1; memory (B, s, d)."""
+        x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask,
+                                    cache=None if cache is None else cache.self_attn))
+        x = x + self.drop(self.cross(self.ln_cross(x), memory, memory_padding_mask,
+                                     cache=None if cache is None else cache.cross, start=start))
+        return x + self.ffn(self.ln_ffn(x))
+
+
+# ---------------------------------------------------------------------- shared model bookkeeping
+def fit_length(config: ModelConfig, ids: Tensor, *others: Tensor | None, start: int = 0, what: str = "input") -> tuple:
+    """Check ``start + ids.shape[1] <= max_len``: raise ValueError, or cut ``ids`` and ``others`` to
+    fit with a warning when ``config.on_too_long == "truncate"``."""
+    if ids.dim() != 2:
+        raise ValueError(f"{what} ids must have shape (batch, seq), got {tuple(ids.shape)}")
+    n = start + ids.shape[1]
+    if n <= config.max_len:
+        return (ids, *others)
+    if config.on_too_long != "truncate" or start >= config.max_len:
+        raise ValueError(f"{what} length {n} exceeds max_len={config.max_len}; shorten it, build the model with a "
+                         f"larger max_len, or set on_too_long='truncate'")
+    keep = config.max_len - start
+    warnings.warn(f"{what} length {n} exceeds max_len={config.max_len}: keeping the first {config.max_len} positions",
+                  stacklevel=3)
+    return (ids[:, :keep], *(None if t is None else t[:, :keep] for t in others))
+
+
+def count_params(model: nn.Module, groups: dict[str, Iterable[nn.Module]], mixers: Iterable[nn.Module]) -> dict[str, int]:
+    """Parameters per component; each parameter is counted once (tied weights go to the first group).
+
+    ``mixers``' own ``param_counts()`` (per Synthesizer component, summed over layers) become
+    ``attention.<component>``; anything they leave out is ``attention.other``.
+    """
+    seen: set[int] = set()
+
+    def take(modules: Iterable[nn.Module]) -> int:
+        total = 0
+        for m in modules:
+            for p in m.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    total += p.numel()
+        return total
+
+    counts: dict[str, int] = {}
+    groups = dict(groups)
+    counts["embeddings"] = take(groups.pop("embeddings", []))
+    for mixer in mixers:
+        own = mixer.param_counts() if hasattr(mixer, "param_counts") else {}
+        for name, value in own.items():
+            counts[f"attention.{name}"] = counts.get(f"attention.{name}", 0) + value
+        other = take([mixer]) - sum(own.values())
+        if other:
+            counts["attention.other"] = counts.get("attention.other", 0) + other
+    for name, modules in groups.items():
+        counts[name] = take(modules)
+    rest = sum(p.numel() for p in model.parameters() if id(p) not in seen)
+    if rest:
+        counts["other"] = rest
+    return counts
+
+
+def format_param_counts(counts: dict[str, int]) -> str:
+    """A plain-text table: component, parameters, share of the total."""
+    total = sum(counts.values())
+    width = max(len(k) for k in [*counts, "total"])
+    lines = [f"{'component':<{width}}  {'params':>12}  {'share':>6}"]
+    for name, value in counts.items():
+        lines.append(f"{name:<{width}}  {value:>12,}  {100 * value / max(total, 1):>5.1f}%")
+    lines.append(f"{'total':<{width}}  {total:>12,}  100.0%")
+    return "\n".join(lines)

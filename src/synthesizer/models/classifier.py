@@ -1,0 +1,51 @@
+"""Encoder classifier for single texts and text pairs (GLUE style), classification or regression.
+
+Text pairs are joined by the caller as ``[CLS] a [SEP] b [SEP]`` with ``segment_ids`` 0 for the
+first part and 1 for the second. Pooling (``config.pooling``): ``"mean"`` (default) averages the
+final states of the real tokens, ``"first"`` takes the first token's state.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .blocks import EncoderBlock, Embeddings, count_params, fit_length, format_param_counts
+from .config import ModelConfig
+
+
+class Classifier(nn.Module):
+    """input_ids (B, n) -> logits (B, n_classes), or scores (B,) when ``n_classes == 1`` (regression)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = Embeddings(config, segments=True)
+        self.blocks = nn.ModuleList(EncoderBlock(config) for _ in range(config.encoder_layers))
+        self.ln_f = nn.LayerNorm(config.d_model)
+        self.drop = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.d_model, config.n_classes)
+
+    def forward(self, input_ids: Tensor, padding_mask: Tensor | None = None, segment_ids: Tensor | None = None) -> Tensor:
+        input_ids, padding_mask, segment_ids = fit_length(self.config, input_ids, padding_mask, segment_ids)
+        x = self.embed(input_ids, segment_ids=segment_ids)
+        for block in self.blocks:
+            x = block(x, padding_mask)
+        x = self.ln_f(x)
+        if self.config.pooling == "first":
+            pooled = x[:, 0]
+        elif padding_mask is None:
+            pooled = x.mean(dim=1)
+        else:
+            keep = (~padding_mask).unsqueeze(-1).to(x.dtype)
+            pooled = (x * keep).sum(dim=1) / keep.sum(dim=1).clamp_min(1.0)
+        out = self.head(self.drop(pooled))
+        return out.squeeze(-1) if self.config.n_classes == 1 else out
+
+    def param_counts(self) -> dict[str, int]:
+        """Parameters per component: embeddings, attention.<component>, ffn, norms, head."""
+        norms = [m for b in self.blocks for m in (b.ln_attn, b.ln_ffn)] + [self.ln_f]
+        return count_params(self, {"embeddings": [self.embed], "ffn": [b.ffn for b in self.blocks],
+                                   "norms": norms, "head": [self.head]}, [b.attn for b in self.blocks])
+
+    def param_table(self) -> str:
+        return format_param_counts(self.param_counts())

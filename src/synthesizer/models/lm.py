@@ -1,0 +1,48 @@
+"""Decoder-only language model: embeddings, causal pre-LN blocks, final LayerNorm, (tied) LM head."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .blocks import EncoderBlock, Embeddings, count_params, fit_length, format_param_counts
+from .config import ModelConfig
+
+
+class LanguageModel(nn.Module):
+    """input_ids (B, n) -> next-token logits (B, n, vocab_size).
+
+    Inputs are left-aligned (padding on the right): positions are absolute and the Synthesizer
+    logits are indexed by them. With ``caches`` (from ``new_caches()``) the ids are the next
+    positions after those already cached.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = Embeddings(config)
+        self.blocks = nn.ModuleList(EncoderBlock(config, causal=True) for _ in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_embeddings:
+            self.head.weight = self.embed.token.weight
+
+    def new_caches(self) -> list:
+        """One empty decoding cache per layer."""
+        return [block.attn.new_cache() for block in self.blocks]
+
+    def forward(self, input_ids: Tensor, padding_mask: Tensor | None = None, caches: list | None = None) -> Tensor:
+        start = caches[0].length if caches else 0
+        input_ids, padding_mask = fit_length(self.config, input_ids, padding_mask, start=start)
+        x = self.embed(input_ids, start)
+        for i, block in enumerate(self.blocks):
+            x = block(x, padding_mask, None if caches is None else caches[i])
+        return self.head(self.ln_f(x))
+
+    def param_counts(self) -> dict[str, int]:
+        """Parameters per component: embeddings, attention.<component>, ffn, norms, head."""
+        norms = [m for b in self.blocks for m in (b.ln_attn, b.ln_ffn)] + [self.ln_f]
+        return count_params(self, {"embeddings": [self.embed], "ffn": [b.ffn for b in self.blocks],
+                                   "norms": norms, "head": [self.head]}, [b.attn for b in self.blocks])
+
+    def param_table(self) -> str:
+        return format_param_counts(self.param_counts())

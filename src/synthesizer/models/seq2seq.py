@@ -1,0 +1,75 @@
+"""Encoder-decoder for translation, summarization and dialogue.
+
+Encoder and decoder self-attention use ``config.attention``; cross-attention uses
+``config.cross_attention`` (``vanilla`` by default). One vocabulary for source and target; with
+``tie_embeddings`` the encoder, decoder and output projection share one matrix.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .blocks import DecoderBlock, DecoderLayerCache, EncoderBlock, Embeddings, count_params, fit_length, format_param_counts
+from .config import ModelConfig
+
+
+class EncoderDecoder(nn.Module):
+    """src (B, s), tgt_in (B, t) -> logits (B, t, vocab_size). Padding masks: bool, True = padding."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.src_embed = Embeddings(config)
+        self.tgt_embed = Embeddings(config)
+        self.encoder = nn.ModuleList(EncoderBlock(config) for _ in range(config.encoder_layers))
+        self.ln_enc = nn.LayerNorm(config.d_model)
+        self.decoder = nn.ModuleList(DecoderBlock(config) for _ in range(config.decoder_layers))
+        self.ln_dec = nn.LayerNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_embeddings:
+            self.tgt_embed.token.weight = self.src_embed.token.weight
+            self.head.weight = self.src_embed.token.weight
+
+    def encode(self, src_ids: Tensor, src_padding_mask: Tensor | None = None) -> Tensor:
+        """src_ids (B, s) -> memory (B, s, d)."""
+        src_ids, src_padding_mask = fit_length(self.config, src_ids, src_padding_mask, what="source")
+        x = self.src_embed(src_ids)
+        for block in self.encoder:
+            x = block(x, src_padding_mask)
+        return self.ln_enc(x)
+
+    def new_caches(self) -> list[DecoderLayerCache]:
+        """One empty decoding cache per decoder layer (the memory's K/V are filled on first use)."""
+        return [block.new_cache() for block in self.decoder]
+
+    def decode(self, tgt_ids: Tensor, memory: Tensor | None, memory_padding_mask: Tensor | None = None,
+               tgt_padding_mask: Tensor | None = None, caches: list[DecoderLayerCache] | None = None) -> Tensor:
+        """tgt_ids (B, t) -> logits (B, t, V). With ``caches``, tgt_ids are the next positions and
+        ``memory`` may be None once the caches hold its keys and values."""
+        start = caches[0].length if caches else 0
+        tgt_ids, tgt_padding_mask = fit_length(self.config, tgt_ids, tgt_padding_mask, start=start, what="target")
+        x = self.tgt_embed(tgt_ids, start)
+        for i, block in enumerate(self.decoder):
+            x = block(x, memory, memory_padding_mask, tgt_padding_mask, None if caches is None else caches[i], start)
+        return self.head(self.ln_dec(x))
+
+    def forward(self, src_ids: Tensor, tgt_in: Tensor, src_padding_mask: Tensor | None = None,
+                tgt_padding_mask: Tensor | None = None) -> Tensor:
+        memory = self.encode(src_ids, src_padding_mask)
+        if src_padding_mask is not None and src_padding_mask.shape[1] > memory.shape[1]:
+            src_padding_mask = src_padding_mask[:, : memory.shape[1]]  # the source was truncated
+        return self.decode(tgt_in, memory, src_padding_mask, tgt_padding_mask)
+
+    def param_counts(self) -> dict[str, int]:
+        """Parameters per component: embeddings, attention.<component> (encoder and decoder
+        self-attention), cross_attention, ffn, norms, head."""
+        blocks = [*self.encoder, *self.decoder]
+        norms = [m for b in self.encoder for m in (b.ln_attn, b.ln_ffn)]
+        norms += [m for b in self.decoder for m in (b.ln_attn, b.ln_cross, b.ln_ffn)] + [self.ln_enc, self.ln_dec]
+        return count_params(self, {"embeddings": [self.src_embed, self.tgt_embed],
+                                   "cross_attention": [b.cross for b in self.decoder],
+                                   "ffn": [b.ffn for b in blocks], "norms": norms, "head": [self.head]},
+                            [b.attn for b in blocks])
+
+    def param_table(self) -> str:
+        return format_param_counts(self.param_counts())

@@ -1,0 +1,226 @@
+"""Checkpoints written atomically: model weights, config, tokenizer, optimizer/scheduler/RNG state.
+
+Layout of a run folder::
+
+    run/
+      step-00000400/        one complete checkpoint per folder
+        model.safetensors   weights (tied tensors stored once)
+        config.json         the model config given by the caller
+        trainer_state.pt    optimizer, scheduler, step, RNG states per rank, caller's extras
+        tokenizer/          whatever the tokenizer saver wrote (optional)
+      last -> step-00000400 symlink, switched atomically after the folder is complete
+      best -> step-00000300 symlink to the checkpoint with the best validation metric
+
+A checkpoint is first written under a hidden temporary name, flushed to disk, renamed into place
+and only then pointed to, so a crash at any moment leaves ``last`` on a complete checkpoint.
+Folders no longer pointed to by ``last`` or ``best`` are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+from .distributed import unwrap_model
+
+WEIGHTS_NAME = "model.safetensors"
+CONFIG_NAME = "config.json"
+STATE_NAME = "trainer_state.pt"
+TOKENIZER_DIR = "tokenizer"
+LINKS = ("last", "best")
+
+TokenizerSaver = Callable[[Path], None]
+
+
+def capture_rng_state() -> dict:
+    """This process's RNG states: python, numpy, torch CPU and every CUDA device."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        # numpy's key array goes in as a tensor so the file loads with weights_only=True
+        "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict) -> None:
+    """Inverse of :func:`capture_rng_state`."""
+    python = state["python"]
+    random.setstate((python[0], tuple(python[1]), python[2]))
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        cuda_states = state["cuda"]
+        if len(cuda_states) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(cuda_states)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(path: Path) -> None:
+    for root, _, files in os.walk(path):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as f:
+                os.fsync(f.fileno())
+        _fsync_dir(Path(root))
+
+
+def _point(directory: Path, link: str, target: str) -> None:
+    """Make ``directory/link`` a relative symlink to ``target``, replacing any old one atomically."""
+    tmp = directory / f".{link}.{uuid.uuid4().hex[:8]}"
+    os.symlink(target, tmp)
+    os.replace(tmp, directory / link)
+
+
+def _referenced(directory: Path) -> set[str]:
+    names = set()
+    for link in LINKS:
+        path = directory / link
+        if path.is_symlink():
+            names.add(os.readlink(path))
+    return names
+
+
+def _cleanup(directory: Path) -> None:
+    keep = _referenced(directory)
+    for child in directory.iterdir():
+        if child.is_dir() and not child.is_symlink() and child.name.startswith("step-") and child.name not in keep:
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def _save_tokenizer(tokenizer: str | os.PathLike | TokenizerSaver, folder: Path) -> None:
+    target = folder / TOKENIZER_DIR
+    if callable(tokenizer):
+        target.mkdir()
+        tokenizer(target)
+        return
+    source = Path(tokenizer)
+    if source.is_dir():
+        shutil.copytree(source, target)
+    elif source.is_file():
+        target.mkdir()
+        shutil.copy2(source, target / source.name)
+    else:
+        raise ValueError(f"tokenizer path {str(source)!r} does not exist; give a file, a folder or a callable")
+
+
+def save_checkpoint(directory: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    scheduler=None, step: int = 0, *, extra: dict | None = None, config: dict | None = None,
+                    tokenizer: str | os.PathLike | TokenizerSaver | None = None, best: bool = False,
+                    rng_states: list[dict] | None = None) -> Path:
+    """Write a complete checkpoint of ``step`` under ``directory`` and point ``last`` (and ``best``) at it.
+
+    Args:
+        extra: picklable-by-``torch.save`` values stored in ``trainer_state.pt`` (epoch, sampler
+            position, best metric ...); plain python/tensor values only.
+        config: JSON-serialisable dict written to ``config.json`` (the model config).
+        tokenizer: a file or folder copied into ``tokenizer/``, or a callable that saves into the
+            ``tokenizer/`` folder it is given.
+        best: also point ``best`` at this checkpoint.
+        rng_states: RNG states per rank; default is this process's only.
+    Returns the checkpoint folder.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"step-{step:08d}"
+    if (directory / name).exists():  # same step saved twice: never overwrite a folder in use
+        i = 1
+        while (directory / f"{name}.{i}").exists():
+            i += 1
+        name = f"{name}.{i}"
+    tmp = directory / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        save_model(unwrap_model(model), str(tmp / WEIGHTS_NAME), metadata={"step": str(step)})
+        with open(tmp / CONFIG_NAME, "w") as f:
+            json.dump(config or {}, f, indent=2, sort_keys=True)
+        state = {
+            "step": step,
+            "optimizer": optimizer.state_dict() if optimizer is not None else None,
+            "scheduler": scheduler.state_dict() if scheduler is not None else None,
+            "rng": rng_states if rng_states is not None else [capture_rng_state()],
+            "extra": dict(extra or {}),
+        }
+        torch.save(state, tmp / STATE_NAME)
+        if tokenizer is not None:
+            _save_tokenizer(tokenizer, tmp)
+        _fsync_tree(tmp)
+        os.replace(tmp, directory / name)
+        _fsync_dir(directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _point(directory, "last", name)
+    if best:
+        _point(directory, "best", name)
+    _fsync_dir(directory)
+    _cleanup(directory)
+    return directory / name
+
+
+def resolve_checkpoint(path: str | os.PathLike, which: str = "last") -> Path:
+    """The checkpoint folder for ``path``: a checkpoint folder itself, or a run folder (uses ``which``)."""
+    path = Path(path)
+    if (path / WEIGHTS_NAME).is_file():
+        return path
+    if (path / which / WEIGHTS_NAME).is_file():
+        return (path / which).resolve()
+    raise FileNotFoundError(f"no checkpoint at {str(path)!r}: expected {WEIGHTS_NAME} in it or in its {which!r} folder")
+
+
+def load_model_weights(path: str | os.PathLike, model: nn.Module, strict: bool = True, which: str = "last") -> nn.Module:
+    """Load weights into ``model`` from a ``.safetensors`` file, a checkpoint folder or a run folder."""
+    path = Path(path)
+    file = path if path.is_file() else resolve_checkpoint(path, which) / WEIGHTS_NAME
+    model = unwrap_model(model)
+    device = next(model.parameters()).device
+    load_model(model, str(file), strict=strict, device=str(device))
+    return model
+
+
+def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    scheduler=None, *, restore_rng: bool = True, rank: int = 0, which: str = "last") -> dict:
+    """Restore weights, optimizer, scheduler and (this rank's) RNG state from a checkpoint.
+
+    Returns the trainer state: ``{"step", "extra", "path", "config"}``.
+    """
+    folder = resolve_checkpoint(path, which)
+    load_model_weights(folder / WEIGHTS_NAME, model)
+    state = torch.load(folder / STATE_NAME, map_location="cpu", weights_only=True)
+    if optimizer is not None:
+        if state["optimizer"] is None:
+            raise ValueError(f"checkpoint {str(folder)!r} has no optimizer state")
+        optimizer.load_state_dict(state["optimizer"])
+    if scheduler is not None:
+        if state["scheduler"] is None:
+            raise ValueError(f"checkpoint {str(folder)!r} has no scheduler state")
+        scheduler.load_state_dict(state["scheduler"])
+    if restore_rng:
+        rngs = state["rng"]
+        restore_rng_state(rngs[rank] if rank < len(rngs) else rngs[0])
+    with open(folder / CONFIG_NAME) as f:
+        config = json.load(f)
+    return {"step": state["step"], "extra": state["extra"], "path": folder, "config": config}

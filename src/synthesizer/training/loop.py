@@ -1,0 +1,428 @@
+"""One training loop for every task: the task supplies a loss, the loop does the rest.
+
+A task gives the :class:`Trainer`
+
+* ``step_fn(model, batch) -> (loss_sum, n_tokens)``: the loss *summed* over the batch's tokens (or
+  examples) and how many there were. The loop backpropagates the sums and divides the gradient by
+  the token count of the whole global batch (all accumulation steps on all ranks), so one big
+  batch, gradient accumulation and DDP all give the same update. ``step_fn`` must run the model
+  through ``model(...)`` (its forward), since under DDP that is what synchronises gradients.
+* ``train_batches(epoch, skip) -> iterable of batches`` for this rank: ``epoch`` seeds the order,
+  the first ``skip`` batches of that epoch must be left out (they were consumed before a resume).
+  Batches flow on across epoch ends; every rank must yield the same number of batches per epoch.
+* optionally ``evaluate_fn(model) -> dict of metrics``, run on rank 0 under ``torch.no_grad()``.
+
+It handles the optimizer and schedule, clipping, accumulation, bf16 autocast on CUDA, DDP, seeding,
+JSON-lines logs, a progress bar, best/last checkpoints and exact resumption, also after SIGINT or
+SIGTERM (the current step finishes, ``last`` is saved, ``train`` returns).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import random
+import signal
+import sys
+import time
+import warnings
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
+
+from . import distributed as dist_utils
+from .checkpoint import (TokenizerSaver, capture_rng_state, load_checkpoint, resolve_checkpoint,
+                         restore_rng_state, save_checkpoint)
+from .optim import SCHEDULES, build_optimizer, build_scheduler
+
+StepFn = Callable[[nn.Module, Any], "tuple[Tensor, Tensor | int]"]
+BatchesFn = Callable[[int, int], Iterable]
+EvaluateFn = Callable[[nn.Module], "dict[str, float]"]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (CPU and every GPU)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+
+
+def to_device(batch: Any, device: torch.device) -> Any:
+    """Move tensors inside (nested) dicts, lists, tuples and dataclasses, or anything with ``.to``."""
+    if isinstance(batch, Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return type(batch)((k, to_device(v, device)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
+        return type(batch)(*(to_device(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device) for v in batch)
+    if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
+        return dataclasses.replace(batch, **{f.name: to_device(getattr(batch, f.name), device)
+                                             for f in dataclasses.fields(batch) if f.init})
+    if hasattr(batch, "to"):
+        return batch.to(device)
+    return batch
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation and bookkeeping settings (steps count optimizer updates)."""
+
+    max_steps: int
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.98)
+    warmup_steps: int = 0
+    schedule: str = "inverse_sqrt"          # one of SCHEDULES
+    schedule_steps: int | None = None        # length of the cosine decay; default max_steps
+    min_lr_ratio: float = 0.0                # cosine floor, as a fraction of lr
+    grad_accum: int = 1                      # micro-batches per update (per rank)
+    clip_norm: float | None = 1.0            # None or 0 disables clipping
+    eval_every: int = 0                      # 0: evaluate only at the end
+    save_every: int = 0                      # 0: save when evaluating and at the end
+    log_every: int = 10
+    best_metric: str | None = None           # key of evaluate_fn's dict that picks ``best``
+    best_mode: str = "min"                   # "min" or "max"
+    seed: int = 0
+    max_minutes: float | None = None         # wall-clock cap on training, summed over resumes
+    amp: bool | None = None                  # bf16 autocast; None: on CUDA only
+    deterministic: bool = True               # deterministic kernels while training on CPU
+    find_unused_parameters: bool = False     # DDP option for models with branches left unused
+    progress: bool = True                    # tqdm bar on rank 0 when stderr is a terminal
+
+    def __post_init__(self):
+        def positive_int(name, value, allow_zero=False):
+            if not isinstance(value, int) or isinstance(value, bool) or value < (0 if allow_zero else 1):
+                raise ValueError(f"{name} must be an integer >= {0 if allow_zero else 1}, got {value!r}")
+        positive_int("max_steps", self.max_steps)
+        positive_int("grad_accum", self.grad_accum)
+        positive_int("log_every", self.log_every)
+        positive_int("warmup_steps", self.warmup_steps, allow_zero=True)
+        positive_int("eval_every", self.eval_every, allow_zero=True)
+        positive_int("save_every", self.save_every, allow_zero=True)
+        if self.schedule_steps is not None:
+            positive_int("schedule_steps", self.schedule_steps)
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; allowed: {', '.join(SCHEDULES)}")
+        if self.best_mode not in ("min", "max"):
+            raise ValueError(f"best_mode must be 'min' or 'max', got {self.best_mode!r}")
+        if self.clip_norm is not None and self.clip_norm < 0:
+            raise ValueError(f"clip_norm must be >= 0 or None, got {self.clip_norm!r}")
+        if self.max_minutes is not None and not self.max_minutes > 0:
+            raise ValueError(f"max_minutes must be > 0 or None, got {self.max_minutes!r}")
+        self.betas = tuple(self.betas)
+
+
+@dataclass
+class TrainResult:
+    step: int
+    stopped: str                 # "max_steps", "max_minutes", "SIGINT" or "SIGTERM"
+    loss: float | None           # training loss of the last update
+    metrics: dict = field(default_factory=dict)   # last evaluation
+    best_metric: float | None = None
+    checkpoint: Path | None = None
+
+
+class Trainer:
+    """Train ``model`` with ``step_fn`` on ``train_batches``; see the module docstring for the contract.
+
+    Args:
+        out_dir: run folder for checkpoints (``last``, ``best``) and ``log.jsonl``; ``None`` keeps
+            nothing on disk.
+        model_config: dict written as ``config.json``; default: ``model.config`` if it is a dataclass.
+        tokenizer: file, folder or saver callable stored in every checkpoint's ``tokenizer/``.
+        device: default: the process's GPU under CUDA, else CPU.
+    Call :meth:`train` (``resume=True`` continues ``out_dir/last``). Under ``torchrun``, call
+    :func:`~synthesizer.training.distributed.init_distributed` first; the model is wrapped in DDP here.
+    """
+
+    def __init__(self, model: nn.Module, step_fn: StepFn, train_batches: BatchesFn, config: TrainConfig, *,
+                 evaluate_fn: EvaluateFn | None = None, out_dir: str | os.PathLike | None = None,
+                 model_config: dict | None = None, tokenizer: str | os.PathLike | TokenizerSaver | None = None,
+                 device: str | torch.device | None = None):
+        if config.best_metric is not None and evaluate_fn is None:
+            raise ValueError(f"best_metric={config.best_metric!r} needs an evaluate_fn")
+        if device is None:
+            device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        self.model = model.to(self.device)
+        self.step_fn, self.train_batches, self.evaluate_fn = step_fn, train_batches, evaluate_fn
+        self.config = config
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        if model_config is None and dataclasses.is_dataclass(getattr(model, "config", None)):
+            model_config = dataclasses.asdict(model.config)
+        self.model_config = model_config or {}
+        self.tokenizer = tokenizer
+        self.optimizer = build_optimizer(model, config.lr, config.weight_decay, config.betas)
+        self.scheduler = build_scheduler(self.optimizer, config.warmup_steps,
+                                         config.schedule_steps or config.max_steps, config.schedule,
+                                         config.min_lr_ratio)
+        self.ddp_model = dist_utils.wrap_model(model, self.device, config.find_unused_parameters)
+        self.use_amp = config.amp if config.amp is not None else self.device.type == "cuda"
+        # position: optimizer steps done, and where the batch stream stands
+        self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
+        self.best_metric: float | None = None
+        self.elapsed_before = 0.0
+        self._batches = None
+        self._signal: int | None = None
+
+    # -- batches ---------------------------------------------------------------------------
+
+    def _next_batch(self):
+        while True:
+            if self._batches is None:
+                self._batches = iter(self.train_batches(self.epoch, self.batch_in_epoch))
+            try:
+                batch = next(self._batches)
+            except StopIteration:
+                if self.batch_in_epoch == 0:
+                    raise ValueError(f"train_batches(epoch={self.epoch}, skip=0) yielded no batches") from None
+                self.epoch, self.batch_in_epoch, self._batches = self.epoch + 1, 0, None
+                continue
+            self.batch_in_epoch += 1
+            return batch
+
+    # -- one update ------------------------------------------------------------------------
+
+    def _autocast(self):
+        if not self.use_amp:
+            return nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+
+    def _train_step(self) -> tuple[float, int, str | None]:
+        """One optimizer update over ``grad_accum`` micro-batches.
+
+        Returns (loss per token, global tokens, ``None`` or why all ranks stop: "signal" or "max_minutes").
+        Sets ``self.lr`` to the learning rate this update used.
+        """
+        cfg, model = self.config, self.ddp_model
+        model.train()
+        loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+        n_tokens = torch.zeros((), dtype=torch.float64, device=self.device)
+        for i in range(cfg.grad_accum):
+            batch = to_device(self._next_batch(), self.device)
+            last = i == cfg.grad_accum - 1
+            # gradients are all-reduced once, on the last micro-batch
+            sync = model.no_sync() if isinstance(model, DistributedDataParallel) and not last else nullcontext()
+            with sync:
+                with self._autocast():
+                    loss, count = self.step_fn(model, batch)
+                if loss.ndim != 0:
+                    raise ValueError(f"step_fn must return a scalar loss sum, got shape {tuple(loss.shape)}")
+                loss.float().backward()
+            loss_sum += loss.detach().double()
+            n_tokens += torch.as_tensor(count, device=self.device).double()
+        # one collective for loss, tokens and the stop vote, so all ranks agree on when to stop
+        # a signal that arrived during this update stops the run after it
+        out_of_time = self.config.max_minutes is not None and self._elapsed() >= self.config.max_minutes * 60
+        votes = torch.tensor([float(self._signal is not None), float(out_of_time)], dtype=torch.float64, device=self.device)
+        stats = dist_utils.all_reduce_sum(torch.cat([loss_sum.view(1), n_tokens.view(1), votes]))
+        global_loss, global_tokens, signal_votes, time_votes = stats.tolist()
+        if global_tokens <= 0:
+            raise ValueError(f"step {self.step + 1}: the global batch has no tokens (step_fn returned n_tokens=0)")
+        # DDP averaged the per-rank sums; turn that into the sum over the global batch / its tokens
+        scale = dist_utils.get_world_size() / global_tokens
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        torch._foreach_mul_(grads, scale)
+        if cfg.clip_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        self.lr = self.optimizer.param_groups[0]["lr"]
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        stop = "signal" if signal_votes > 0 else "max_minutes" if time_votes > 0 else None
+        return global_loss / global_tokens, int(global_tokens), stop
+
+    # -- evaluation and checkpoints --------------------------------------------------------
+
+    def evaluate(self) -> dict:
+        """Run ``evaluate_fn`` on rank 0 without disturbing the training RNG streams."""
+        metrics: dict = {}
+        if self.evaluate_fn is not None and dist_utils.is_main():
+            rng = capture_rng_state()
+            self.model.eval()
+            with torch.no_grad(), self._autocast():
+                metrics = dict(self.evaluate_fn(self.model))
+            self.model.train()
+            restore_rng_state(rng)
+        dist_utils.barrier()
+        return metrics
+
+    def _improved(self, metrics: dict) -> bool:
+        name = self.config.best_metric
+        if name is None or not metrics:
+            return False
+        if name not in metrics:
+            raise ValueError(f"best_metric {name!r} is not among the evaluation metrics: {', '.join(sorted(metrics))}")
+        value = float(metrics[name])
+        if math.isnan(value):
+            return False
+        if self.best_metric is None or (value < self.best_metric if self.config.best_mode == "min" else value > self.best_metric):
+            self.best_metric = value
+            return True
+        return False
+
+    def save(self, best: bool = False) -> Path | None:
+        """Write ``last`` (and ``best``) on rank 0; every rank must call this (RNG states are gathered)."""
+        rng_states = dist_utils.all_gather_object(capture_rng_state())
+        path = None
+        if self.out_dir is not None and dist_utils.is_main():
+            extra = {
+                "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
+                "best_metric": self.best_metric, "elapsed": self._elapsed(),
+                "world_size": dist_utils.get_world_size(),
+                "train_config": json.dumps(dataclasses.asdict(self.config)),
+            }
+            path = save_checkpoint(self.out_dir, self.model, self.optimizer, self.scheduler, self.step,
+                                   extra=extra, config=self.model_config, tokenizer=self.tokenizer,
+                                   best=best, rng_states=rng_states)
+        dist_utils.barrier()
+        return path
+
+    def _resume(self) -> bool:
+        if self.out_dir is None:
+            raise ValueError("resume=True needs an out_dir")
+        try:
+            resolve_checkpoint(self.out_dir)
+        except FileNotFoundError:
+            return False
+        state = load_checkpoint(self.out_dir, self.model, self.optimizer, self.scheduler, rank=dist_utils.get_rank())
+        extra = state["extra"]
+        self.step, self.epoch, self.batch_in_epoch = state["step"], extra["epoch"], extra["batch_in_epoch"]
+        self.best_metric, self.elapsed_before = extra["best_metric"], extra["elapsed"]
+        if extra.get("world_size", 1) != dist_utils.get_world_size():
+            warnings.warn(f"resuming a run saved with {extra.get('world_size')} processes on "
+                          f"{dist_utils.get_world_size()}: the data order will differ from an uninterrupted run")
+        return True
+
+    # -- logging ---------------------------------------------------------------------------
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.out_dir / "log.jsonl" if self.out_dir is not None else None
+
+    def _log(self, record: dict) -> None:
+        if self.log_path is not None and dist_utils.is_main():
+            with open(self.log_path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+
+    def _truncate_log(self) -> None:
+        """Drop records a crashed run wrote after its last checkpoint, so resumed logs read straight."""
+        if self.log_path is None or not dist_utils.is_main() or not self.log_path.exists():
+            return
+        lines = []
+        with open(self.log_path) as f:
+            for line in f:
+                try:
+                    if json.loads(line).get("step", 0) <= self.step:
+                        lines.append(line)
+                except json.JSONDecodeError:  # a line cut short by a crash
+                    continue
+        tmp = self.log_path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(lines))
+        os.replace(tmp, self.log_path)
+
+    def _elapsed(self) -> float:
+        return self.elapsed_before + (time.perf_counter() - self._start)
+
+    # -- signals ---------------------------------------------------------------------------
+
+    def _install_signal_handlers(self) -> dict:
+        previous = {}
+
+        def handler(signum, frame):
+            self._signal = signum
+            # a second signal acts as it did before training
+            signal.signal(signum, previous[signum] if previous[signum] is not None else signal.SIG_DFL)
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous[signum] = signal.signal(signum, handler)
+            except ValueError:  # not the main thread: signals cannot be caught here
+                break
+        return previous
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def train(self, resume: bool = False) -> TrainResult:
+        """Run until ``max_steps``, ``max_minutes`` or a signal; save ``last`` and return."""
+        cfg = self.config
+        main = dist_utils.is_main()
+        if self.out_dir is not None:
+            if not resume and (self.out_dir / "last").exists():  # checked on every rank: none may hang
+                raise ValueError(f"{str(self.out_dir)!r} already holds a checkpoint; pass resume=True to "
+                                 "continue it, or choose another out_dir")
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+        dist_utils.barrier()
+        if not (resume and self._resume()):
+            seed_everything(cfg.seed + dist_utils.get_rank())
+        self._truncate_log()
+        if self.step >= cfg.max_steps:  # a finished run resumed: nothing to do
+            dist_utils.barrier()
+            return TrainResult(self.step, "max_steps", None, {}, self.best_metric, self.out_dir and resolve_checkpoint(self.out_dir))
+        self._batches, self._signal = None, None
+        deterministic_before = torch.are_deterministic_algorithms_enabled()
+        if cfg.deterministic and self.device.type == "cpu":
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        previous_handlers = self._install_signal_handlers()
+        self._start = time.perf_counter()
+        bar = None
+        if cfg.progress and main and sys.stderr.isatty():
+            from tqdm.auto import tqdm
+            bar = tqdm(total=cfg.max_steps, initial=self.step, unit="step", dynamic_ncols=True)
+        loss, metrics, stopped, path = None, {}, "max_steps", None
+        window_tokens, window_loss, window_steps, window_start = 0, 0.0, 0, time.perf_counter()
+        try:
+            while self.step < cfg.max_steps:
+                loss, tokens, stop = self._train_step()
+                window_tokens, window_loss, window_steps = window_tokens + tokens, window_loss + loss, window_steps + 1
+                now = time.perf_counter()
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{window_tokens / max(now - window_start, 1e-9):.0f}",
+                                    refresh=False)
+                if self.step % cfg.log_every == 0 or self.step == cfg.max_steps:
+                    self._log({"kind": "train", "step": self.step, "epoch": self.epoch,
+                               "loss": window_loss / window_steps, "lr": self.lr,
+                               "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
+                               "elapsed": self._elapsed()})
+                    window_tokens, window_loss, window_steps, window_start = 0, 0.0, 0, now
+                if stop == "signal":  # another rank may have been the one signalled
+                    stopped = signal.Signals(self._signal).name if self._signal is not None else "signal"
+                    break
+                if stop == "max_minutes":
+                    stopped = stop
+                    break
+                evaluate_now = cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps
+                if evaluate_now:
+                    metrics = self.evaluate()
+                    self._log({"kind": "eval", "step": self.step, **metrics})
+                    path = self.save(best=self._improved(metrics))
+                elif cfg.save_every and self.step % cfg.save_every == 0:
+                    path = self.save()
+            if stopped in ("max_steps", "max_minutes"):
+                metrics = self.evaluate() if self.evaluate_fn is not None else {}
+                if metrics:
+                    self._log({"kind": "eval", "step": self.step, **metrics})
+                path = self.save(best=self._improved(metrics))
+            else:
+                path = self.save()
+        finally:
+            for signum, handler in previous_handlers.items():
+                signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+            torch.use_deterministic_algorithms(deterministic_before)
+            if bar is not None:
+                bar.close()
+        self._log({"kind": "end", "step": self.step, "stopped": stopped, "elapsed": self._elapsed()})
+        return TrainResult(self.step, stopped, loss, metrics, self.best_metric, path)

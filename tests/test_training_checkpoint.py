@@ -1,0 +1,102 @@
+import os
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from synthesizer.training import (build_optimizer, build_scheduler, load_checkpoint, load_model_weights,
+                                  save_checkpoint)
+from test_training_toy import TinyLM, make_data, step_fn, weights, single_thread  # noqa: F401 (autouse fixture)
+
+
+def trained(seed=0, steps=3):
+    torch.manual_seed(seed)
+    model = TinyLM()
+    opt = build_optimizer(model, lr=1e-2)
+    sched = build_scheduler(opt, 2, 10, "cosine")
+    x, y = make_data()
+    for _ in range(steps):
+        loss, n = step_fn(model, {"x": x[:8], "y": y[:8]})
+        (loss / n).backward()
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+    return model, opt, sched
+
+
+def draws():
+    return random.random(), float(np.random.rand()), torch.rand(3).tolist()
+
+
+def test_round_trip_restores_weights_optimizer_scheduler_rng_and_tying(tmp_path):
+    model, opt, sched = trained()
+    torch.manual_seed(7), np.random.seed(7), random.seed(7)
+    folder = save_checkpoint(tmp_path, model, opt, sched, step=3, extra={"epoch": 1, "batch_in_epoch": 2},
+                             config={"d": 8}, tokenizer=lambda d: (d / "tok.json").write_text("{}"))
+    expected = draws()
+    assert sorted(os.listdir(folder)) == ["config.json", "model.safetensors", "tokenizer", "trainer_state.pt"]
+    assert (tmp_path / "last").resolve() == folder.resolve()
+
+    fresh, fresh_opt, fresh_sched = trained(seed=1, steps=1)
+    state = load_checkpoint(tmp_path, fresh, fresh_opt, fresh_sched)
+    assert draws() == expected
+    assert state["step"] == 3 and state["extra"] == {"epoch": 1, "batch_in_epoch": 2} and state["config"] == {"d": 8}
+    for k, v in weights(model).items():
+        assert torch.equal(v, fresh.state_dict()[k]), k
+    assert fresh.head.weight is fresh.embed.weight
+    assert fresh_sched.state_dict()["last_epoch"] == 3
+    assert fresh_opt.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+    for p, q in zip(model.parameters(), fresh.parameters()):
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.equal(opt.state[p][key], fresh_opt.state[q][key])
+    # the two models now take identical steps
+    x, y = make_data()
+    for m, o in ((model, opt), (fresh, fresh_opt)):
+        loss, n = step_fn(m, {"x": x[8:16], "y": y[8:16]})
+        (loss / n).backward()
+        o.step()
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), fresh.parameters()))
+
+
+def test_load_model_weights_from_run_folder_checkpoint_folder_or_file(tmp_path):
+    model, opt, sched = trained()
+    folder = save_checkpoint(tmp_path, model, step=3)
+    for path in (tmp_path, folder, folder / "model.safetensors"):
+        other = TinyLM()
+        load_model_weights(path, other)
+        assert torch.equal(other.mix.weight, model.mix.weight)
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        load_model_weights(tmp_path / "missing", TinyLM())
+
+
+def test_failed_save_leaves_last_on_the_previous_complete_checkpoint(tmp_path):
+    model, opt, sched = trained()
+    save_checkpoint(tmp_path, model, opt, sched, step=1, best=True)
+    before = weights(model)
+    with torch.no_grad():
+        model.mix.weight.add_(1.0)
+
+    def broken_tokenizer(folder):
+        (folder / "partial").write_text("x")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(tmp_path, model, opt, sched, step=2, tokenizer=broken_tokenizer)
+    assert sorted(os.listdir(tmp_path)) == ["best", "last", "step-00000001"]  # no partial folder left
+    fresh = TinyLM()
+    assert load_checkpoint(tmp_path, fresh, restore_rng=False)["step"] == 1
+    assert torch.equal(fresh.mix.weight, before["mix.weight"])
+
+
+def test_best_and_last_links_and_old_checkpoints_are_pruned(tmp_path):
+    model, opt, sched = trained()
+    save_checkpoint(tmp_path, model, opt, sched, step=1, best=True)
+    save_checkpoint(tmp_path, model, opt, sched, step=2)
+    save_checkpoint(tmp_path, model, opt, sched, step=3)
+    assert os.readlink(tmp_path / "best") == "step-00000001" and os.readlink(tmp_path / "last") == "step-00000003"
+    assert sorted(os.listdir(tmp_path)) == ["best", "last", "step-00000001", "step-00000003"]
+    save_checkpoint(tmp_path, model, opt, sched, step=3, best=True)  # same step again never overwrites in place
+    assert os.readlink(tmp_path / "best") == os.readlink(tmp_path / "last") == "step-00000003.1"
+    assert sorted(os.listdir(tmp_path)) == ["best", "last", "step-00000003.1"]
+    assert load_checkpoint(tmp_path, TinyLM(), which="best", restore_rng=False)["step"] == 3
