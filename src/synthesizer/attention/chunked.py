@@ -3,8 +3,8 @@ gradient of that term (which the fused kernel does not).
 
 Logits ``q k^T + bias`` (bias shared by the batch, e.g. ``w * R`` of a random synthesizer), masked,
 softmax, dropout, times ``v``. Queries are processed in blocks, so at most (B, H, block, n) logits
-exist at a time; the backward recomputes them from the saved log-sum-exp, as flash attention does.
-q and k may have another head size than v (no padding of v needed).
+exist at a time; the backward recomputes each block's probabilities instead of storing them, as
+flash attention does. q and k may have another head size than v (no padding of v needed).
 """
 
 from __future__ import annotations
@@ -14,17 +14,34 @@ from torch import Tensor
 
 from .masks import causal_mask
 
-BLOCK_ELEMENTS = 1 << 22  # logits per block: 16 MiB in float32, small enough to stay cheap
+BLOCK_ELEMENTS = 1 << 22  # logits per block: 16 MiB in float32
 
 
 def _block_size(b: int, h: int, n: int) -> int:
     return max(16, min(n, BLOCK_ELEMENTS // max(1, b * h * n)))
 
 
-def _dropout_keep(shape: tuple[int, ...], p: float, seed: int, device: torch.device) -> Tensor:
-    """The same keep-mask for a given seed in forward and backward."""
+def _dropout_keep(shape: torch.Size, p: float, seed: int, device: torch.device) -> Tensor:
+    """The same keep-mask (scaled by 1/(1-p)) for a given seed in forward and backward."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    return torch.rand(shape, generator=gen, device=device) >= p
+    return (torch.rand(shape, generator=gen, device=device) >= p).to(torch.get_default_dtype()) / (1 - p)
+
+
+def _block_probs(q: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool, s: int, e: int) -> Tensor:
+    """Probabilities (B, H, e-s, m) of query rows s..e-1 over the m keys they may see (all, or 0..e-1
+    when causal). Fully masked rows give zeros."""
+    m = e if causal else k.shape[2]
+    logits = q[:, :, s:e] @ k[:, :, :m].transpose(-1, -2)
+    if bias is not None:
+        logits += bias[..., s:e, :m]
+    if causal:
+        logits.masked_fill_(causal_mask(e - s, m, q.device, start=s), float("-inf"))
+    if padding is None:  # every row keeps at least its own key (causal) or all keys
+        return torch.softmax(logits, dim=-1)
+    pad = padding[:, None, None, :m]
+    logits.masked_fill_(pad, float("-inf"))
+    empty = torch.isneginf(logits.amax(-1, keepdim=True))
+    return torch.softmax(logits.masked_fill_(empty, 0.0), dim=-1).masked_fill_(empty, 0.0)
 
 
 class _BlockwiseAttention(torch.autograd.Function):
@@ -33,75 +50,43 @@ class _BlockwiseAttention(torch.autograd.Function):
         b, h, n, _ = q.shape
         block = _block_size(b, h, n)
         out = v.new_empty(b, h, n, v.shape[-1])
-        lse = q.new_empty(b, h, n, 1)
         for s in range(0, n, block):
             e = min(s + block, n)
-            probs, lse[:, :, s:e] = _block_probs(q, k, bias, padding, causal, s, e, None)
+            probs = _block_probs(q, k, bias, padding, causal, s, e)
             if dropout > 0:
-                probs = probs * _dropout_keep(probs.shape, dropout, seed + s, q.device) / (1 - dropout)
-            out[:, :, s:e] = probs @ v[:, :, : probs.shape[-1]]
-        ctx.save_for_backward(q, k, v, bias, padding, out, lse)
+                probs *= _dropout_keep(probs.shape, dropout, seed + s, q.device).to(probs.dtype)
+            torch.matmul(probs, v[:, :, : probs.shape[-1]], out=out[:, :, s:e])
+        ctx.save_for_backward(q, k, v, bias, padding)
         ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        q, k, v, bias, padding, out, lse = ctx.saved_tensors
+        q, k, v, bias, padding = ctx.saved_tensors
         causal, dropout, seed = ctx.causal, ctx.dropout, ctx.seed
         b, h, n, _ = q.shape
         block = _block_size(b, h, n)
         grad_out = grad_out.contiguous()
-        delta = (grad_out * out).sum(-1, keepdim=True)  # rowsum(P * dP), (B, H, n, 1)
         dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
         dbias = torch.zeros_like(bias) if bias is not None and ctx.needs_input_grad[3] else None
         for s in range(0, n, block):
             e = min(s + block, n)
-            probs, _ = _block_probs(q, k, bias, padding, causal, s, e, lse[:, :, s:e])
+            probs = _block_probs(q, k, bias, padding, causal, s, e)
             m = probs.shape[-1]  # keys this block can see
             go = grad_out[:, :, s:e]
             dprobs = go @ v[:, :, :m].transpose(-1, -2)
             if dropout > 0:
-                keep = _dropout_keep(probs.shape, dropout, seed + s, q.device) / (1 - dropout)
+                keep = _dropout_keep(probs.shape, dropout, seed + s, q.device).to(probs.dtype)
                 dv[:, :, :m] += (probs * keep).transpose(-1, -2) @ go
-                dprobs = dprobs * keep
+                dprobs *= keep
             else:
                 dv[:, :, :m] += probs.transpose(-1, -2) @ go
-            dlogits = probs * (dprobs - delta[:, :, s:e])
+            dlogits = torch._softmax_backward_data(dprobs, probs, -1, probs.dtype)  # probs * (dprobs - rowsum)
             dq[:, :, s:e] = dlogits @ k[:, :, :m]
             dk[:, :, :m] += dlogits.transpose(-1, -2) @ q[:, :, s:e]
             if dbias is not None:
-                dbias[..., s:e, :m] += dlogits.sum(0, keepdim=dbias.dim() == 4)
+                dbias[..., s:e, :m] += dlogits.sum(0)
         return dq, dk, dv, dbias, None, None, None, None
-
-
-def _block_probs(q: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool, s: int, e: int,
-                 lse: Tensor | None) -> tuple[Tensor, Tensor | None]:
-    """Probabilities of query rows s..e-1 over the keys they may see (all, or 0..e-1 when causal).
-
-    Without ``lse`` they are normalised here and the row log-sum-exp is returned; with it (the
-    backward) they are recomputed as exp(logits - lse). Fully masked rows give zeros.
-    """
-    m = e if causal else k.shape[2]
-    logits = q[:, :, s:e] @ k[:, :, :m].transpose(-1, -2)
-    if bias is not None:
-        logits = logits + bias[..., s:e, :m]
-    mask = None
-    if causal:
-        mask = causal_mask(e - s, m, q.device, start=s)
-    if padding is not None:
-        pad = padding[:, None, None, :m]
-        mask = pad if mask is None else mask | pad
-    if mask is not None:
-        logits = logits.masked_fill(mask, float("-inf"))
-    if lse is not None:
-        return torch.exp(logits - lse), None
-    top = logits.amax(-1, keepdim=True)
-    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
-    probs = torch.exp(logits - top)
-    total = probs.sum(-1, keepdim=True)
-    # Empty rows: total 0 -> lse = +inf, so exp(logits - lse) is 0 in the backward too.
-    lse = torch.where(total > 0, top + torch.log(total), torch.full_like(total, float("inf")))
-    return probs / torch.where(total > 0, total, torch.ones_like(total)), lse
 
 
 def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, padding: Tensor | None = None,

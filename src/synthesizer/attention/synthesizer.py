@@ -15,6 +15,7 @@ from .cache import AttentionCache
 from .dense import DenseLogits
 from .dispatch import IMPLS, choose_path
 from .factorized import FactorizedDenseLogits, FactorizedRandomLogits
+from .chunked import blockwise_attention
 from .fast import fused_attention, shared_attention
 from .kinds import INPUT_INDEPENDENT, parse_kind
 from .masks import check_padding_mask, combined_mask, masked_softmax
@@ -35,7 +36,7 @@ class SynthesizerAttention(nn.Module):
         k: rank of ``factorized_random``. fd_split: ``a`` in ``L = a * b`` for ``factorized_dense``.
         dense_per_head: one ``W2, b2`` per head for ``dense``. mix_per_head: one alpha per head.
         impl: ``"auto"`` (the dispatcher picks a fast path) or ``"reference"``; the fast path names
-            ``"shared"``, ``"fused"``, ``"fused_bias"`` force one where it applies.
+            ``"shared"``, ``"fused"``, ``"fused_bias"``, ``"blockwise"`` force one where it applies.
     Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding.
     """
 
@@ -115,6 +116,11 @@ class SynthesizerAttention(nn.Module):
         v = split_heads(self.value(x), self.n_heads)
         if path == "shared":
             heads = shared_attention(self._shared_logits(x.shape[1]), v, key_padding_mask, self.causal, self.dropout, self.training)
+        elif path == "blockwise":
+            q, k, bias = self._features(x)
+            heads = blockwise_attention(q, k, v, None if bias is None else bias[0], key_padding_mask, self.causal,
+                                        self.dropout, self.training)
+            heads = self._merge(heads)
         else:
             q, k, bias = self._features(x)
             heads = fused_attention(q, k, v, key_padding_mask, self.causal, self.dropout, self.training, bias)
