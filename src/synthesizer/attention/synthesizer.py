@@ -166,7 +166,8 @@ class SynthesizerAttention(nn.Module):
                 s = module.logits(x, n_keys)
             else:
                 s = module.logits(start, t, n_keys)
-            logits = w * s if logits is None else logits + w * s
+            s = s if self.alpha is None else w * s  # a lone component needs no weighting pass
+            logits = s if logits is None else logits + s
         mask = combined_mask(t, n_keys, self.causal, padding, x.device, start)
         return masked_softmax(logits, mask), v
 
@@ -180,7 +181,8 @@ class SynthesizerAttention(nn.Module):
         """Mixed logits of input-independent components: (H, n, n)."""
         logits = None
         for w, module in zip(self._weights(), self.logit_modules.values()):
-            s = w * module.logits(0, n, n)
+            s = module.logits(0, n, n)
+            s = s if self.alpha is None else w * s
             logits = s if logits is None else logits + s
         return logits[0]
 
