@@ -89,6 +89,21 @@ class _BlockwiseAttention(torch.autograd.Function):
         return dq, dk, dv, dbias, None, None, None, None
 
 
+def bias_gradient(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, padding: Tensor | None, causal: bool,
+                  grad_out: Tensor) -> Tensor:
+    """d(loss)/d(bias) for ``softmax(mask(q k^T + bias)) v``, summed over the batch, block by block."""
+    b, h, n, _ = q.shape
+    block = _block_size(b, h, n)
+    dbias = torch.zeros_like(bias)
+    for s in range(0, n, block):
+        e = min(s + block, n)
+        probs = _block_probs(q, k, bias, padding, causal, s, e)
+        m = probs.shape[-1]
+        dprobs = grad_out[:, :, s:e] @ v[:, :, :m].transpose(-1, -2)
+        dbias[..., s:e, :m] += torch._softmax_backward_data(dprobs, probs, -1, probs.dtype).sum(0)
+    return dbias
+
+
 def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, padding: Tensor | None = None,
                         causal: bool = False, dropout: float = 0.0, training: bool = False) -> Tensor:
     """q, k (B, H, n, dq); v (B, H, n, dv); bias (H, n, n) or None; padding (B, n) bool, True = pad.

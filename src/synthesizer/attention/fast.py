@@ -5,7 +5,7 @@
   uses ``O_b = P (m_b * V_b) / (P m_b)`` with ``m_b`` the 0/1 vector of real keys.
 * ``fused``: logits that are dot products (dense, factorized_random, vanilla and their mixtures) are
   one dot product over concatenated features, handed to ``scaled_dot_product_attention``.
-* ``fused_bias``: as ``fused`` plus a batch-shared additive term (``w * R``) given as a float mask.
+* ``fused_bias`` (mixtures with random, in ``fused_bias.py``) and ``blockwise`` (``chunked.py``).
 """
 
 from __future__ import annotations
@@ -40,11 +40,8 @@ def shared_attention(logits: Tensor, v: Tensor, padding: Tensor | None, causal: 
 
 
 def fused_attention(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None, causal: bool, dropout: float,
-                    training: bool, bias: Tensor | None = None) -> Tensor:
-    """q, k (B, H, n, dq); v (B, H, n, dh); logits are ``q k^T (+ bias)`` with no further scaling.
-
-    ``bias`` (1|B, H, n, n) is added to the logits (a float mask). Returns (B, n, H*dh).
-    """
+                    training: bool) -> Tensor:
+    """q, k (B, H, n, dq); v (B, H, n, dh); logits are ``q k^T`` with no further scaling. Returns (B, n, H*dh)."""
     b, h, n, dh = v.shape
     dq = q.shape[-1]
     if dq != dh:  # the fused CPU kernel needs one head size for q, k and v
@@ -59,14 +56,8 @@ def fused_attention(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None, cau
         # A row with no allowed key would be NaN: let it see everything, then zero its output.
         empty = ~allowed.any(dim=-1, keepdim=True)
         allowed = allowed | empty
-    is_causal = causal and allowed is None and bias is None
-    mask = allowed
-    if bias is not None:
-        if allowed is None and causal:
-            allowed = ~causal_mask(n, n, q.device)
-        mask = bias if allowed is None else bias.masked_fill(~allowed, float("-inf"))
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout if training else 0.0,
-                                         is_causal=is_causal, scale=1.0)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout if training else 0.0,
+                                         is_causal=causal and allowed is None, scale=1.0)
     if empty is not None:
         out = out.masked_fill(empty, 0.0)
     return out[..., :dh].transpose(1, 2).reshape(b, n, h * dh)

@@ -16,6 +16,7 @@ from .dense import DenseLogits
 from .dispatch import IMPLS, choose_path
 from .factorized import FactorizedDenseLogits, FactorizedRandomLogits
 from .chunked import blockwise_attention
+from . import fused_bias
 from .fast import fused_attention, shared_attention
 from .kinds import INPUT_INDEPENDENT, parse_kind
 from .masks import check_padding_mask, combined_mask, masked_softmax
@@ -116,14 +117,15 @@ class SynthesizerAttention(nn.Module):
         v = split_heads(self.value(x), self.n_heads)
         if path == "shared":
             heads = shared_attention(self._shared_logits(x.shape[1]), v, key_padding_mask, self.causal, self.dropout, self.training)
-        elif path == "blockwise":
-            q, k, bias = self._features(x)
-            heads = blockwise_attention(q, k, v, None if bias is None else bias[0], key_padding_mask, self.causal,
-                                        self.dropout, self.training)
-            heads = self._merge(heads)
         else:
             q, k, bias = self._features(x)
-            heads = fused_attention(q, k, v, key_padding_mask, self.causal, self.dropout, self.training, bias)
+            dropping = self.training and self.dropout > 0
+            if path == "fused":
+                heads = fused_attention(q, k, v, key_padding_mask, self.causal, self.dropout, self.training)
+            elif path == "fused_bias" and fused_bias.available(x.device) and not dropping:
+                heads = self._merge(fused_bias.fused_bias_attention(q, k, v, bias, key_padding_mask, self.causal))
+            else:  # blockwise, and fused_bias where its kernel cannot run (another device, dropout)
+                heads = self._merge(blockwise_attention(q, k, v, bias, key_padding_mask, self.causal, self.dropout, self.training))
         return self.out(heads)
 
     def attention_weights(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
@@ -187,7 +189,7 @@ class SynthesizerAttention(nn.Module):
         return logits[0]
 
     def _features(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
-        """Concatenated q, k features (B, H, n, sum d_c) and the shared random bias (1, H, n, n) or None."""
+        """Concatenated q, k features (B, H, n, sum d_c) and the shared random bias (H, n, n) or None."""
         b, n, _ = x.shape
         qs, ks, bias = [], [], None
         for w, (name, module) in zip(self._weights(), self.logit_modules.items()):
@@ -198,7 +200,7 @@ class SynthesizerAttention(nn.Module):
             elif name == "factorized_random":
                 q, k = module.features(b, n)
             else:  # random, fixed_random: an additive term shared by the batch
-                s = w * module.logits(0, n, n)
+                s = (w * module.logits(0, n, n))[0]
                 bias = s if bias is None else bias + s
                 continue
             qs.append(q * w if isinstance(w, Tensor) else q)
