@@ -17,6 +17,34 @@ from torch import Tensor
 from .masks import causal_mask
 
 
+class _SharedSoftmaxProduct(torch.autograd.Function):
+    """``P = softmax(logits)`` (H, n, n) times the batch laid out as columns (H, n, C), and optionally
+    ``P @ keep`` (the padding denominators). Its backward turns dP into the logits' gradient in place,
+    so besides the saved P only one (H, n, n) buffer exists: with n = max_len that buffer becomes
+    the gradient of R itself."""
+
+    @staticmethod
+    def forward(ctx, logits, columns, keep):
+        probs = torch.softmax(logits, dim=-1)
+        ctx.save_for_backward(probs, columns, keep)
+        out = torch.bmm(probs, columns)
+        return out, (torch.matmul(probs, keep) if keep is not None else None)
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_den):
+        probs, columns, keep = ctx.saved_tensors
+        grad_columns = torch.bmm(probs.transpose(1, 2), grad_out)
+        if not ctx.needs_input_grad[0]:  # fixed_random: nothing to learn in the logits
+            return None, grad_columns, None
+        dprobs = torch.bmm(grad_out, columns.transpose(1, 2))
+        if grad_den is not None:
+            dprobs.baddbmm_(grad_den, keep.t().unsqueeze(0).expand(grad_den.shape[0], -1, -1))
+        for s in range(0, dprobs.shape[1], 256):  # softmax backward in place, a few rows at a time
+            rows_p, rows_d = probs[:, s : s + 256], dprobs[:, s : s + 256]
+            rows_d.sub_((rows_d * rows_p).sum(-1, keepdim=True)).mul_(rows_p)
+        return dprobs, grad_columns, None
+
+
 def shared_attention(logits: Tensor, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
     """logits (H, n, n) shared by the batch, v (B, H, n, dh) -> (B, n, H*dh).
 
@@ -26,15 +54,20 @@ def shared_attention(logits: Tensor, v: Tensor, padding: Tensor | None, causal: 
     b, h, n, dh = v.shape
     if causal:
         logits = logits.masked_fill(causal_mask(n, n, v.device), float("-inf"))
-    probs = torch.softmax(logits, dim=-1)  # no empty rows: without padding every row keeps its diagonal
-    dropped = F.dropout(probs, dropout, training) if training and dropout > 0 else probs
+    keep = None
     if padding is not None:
         keep = (~padding).to(v.dtype)  # (B, n)
         v = v * keep[:, None, :, None]
     flat = v.permute(1, 2, 0, 3).reshape(h, n, b * dh)  # (H, n, B*dh): the batch becomes columns
-    out = torch.bmm(dropped, flat).view(h, n, b, dh)
-    if padding is not None:
-        denom = (probs @ keep.t()).unsqueeze(-1)  # (H, n, B, 1): weight of the real keys in each row
+    if training and dropout > 0:
+        probs = torch.softmax(logits, dim=-1)  # no empty rows: without padding every row keeps its diagonal
+        out = torch.bmm(F.dropout(probs, dropout, training), flat)
+        denom = None if keep is None else probs @ keep.t()
+    else:
+        out, denom = _SharedSoftmaxProduct.apply(logits, flat, None if keep is None else keep.t().contiguous())
+    out = out.view(h, n, b, dh)
+    if denom is not None:
+        denom = denom.unsqueeze(-1)  # (H, n, B, 1): weight of the real keys in each row
         out = torch.where(denom > 0, out / denom.clamp_min(torch.finfo(denom.dtype).tiny), out.new_zeros(()))
     return out.permute(2, 1, 0, 3).reshape(b, n, h * dh)
 

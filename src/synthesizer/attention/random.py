@@ -27,5 +27,8 @@ class RandomLogits(nn.Module):
 
     def logits(self, start: int, n_rows: int, n_keys: int) -> Tensor:
         """Rows start..start+n_rows-1, columns 0..n_keys-1, as (1, H, n_rows, n_keys)."""
-        return self.r[:, start : start + n_rows, :n_keys].unsqueeze(0)
+        r = self.r
+        if start > 0 or n_rows < r.shape[1] or n_keys < r.shape[2]:  # a slice's backward would allocate a zero (H, L, L)
+            r = r[:, start : start + n_rows, :n_keys]
+        return r.unsqueeze(0)
 
