@@ -1,19 +1,75 @@
-"""``python -m synthesizer.bench <what>``: benchmarks that print figures."""
+"""``python -m synthesizer.bench <layer|model|decode|all|attention> [--quick] [--out results/bench]``.
+
+``layer``: attention layers over sequence lengths (``attention`` is the same command);
+``model``: training tokens/s of a small LM and an encoder classifier; ``decode``: generation
+tokens/s and cache memory; ``all``: the three, into one report. Each writes results.jsonl,
+results.csv, results.md, run.json and (layer) PNG plots to ``--out`` and prints the markdown.
+``report DIR``: redo a results folder's CSV, markdown and plots from its results.jsonl.
+"""
 
 from __future__ import annotations
 
+import argparse
+import shlex
 import sys
+import time
 
-from . import attention
+from . import decode, layer, model
+from .report import markdown, rewrite_results, write_jsonl, write_results
 
-COMMANDS = {"attention": attention.main}
+BENCHES = {"layer": layer, "model": model, "decode": decode}
+COMMANDS = ("layer", "attention", "model", "decode", "all", "report")
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
+def parser(command: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"python -m synthesizer.bench {command}", description=(BENCHES.get(command) or layer).__doc__.split("\n\n")[0])
+    if command == "all":
+        p.add_argument("--quick", action="store_true", help="every benchmark's smoke sizes (about a minute)")
+        p.add_argument("--kinds", nargs="+", default=None, help="Synthesizer kinds (default: each benchmark's own)")
+        p.add_argument("--no-memory", action="store_true", help="skip the layers' peak-memory measurements")
+    else:
+        BENCHES["layer" if command == "attention" else command].add_arguments(p)
+    layer.add_common_arguments(p)
+    return p
+
+
+def run_all(args: argparse.Namespace, command: str) -> list[dict]:
+    """layer, model, decode in turn; the results so far are written after each (a long run keeps them)."""
+    rows, start = [], time.perf_counter()
+    for name, bench in BENCHES.items():
+        sub = parser(name).parse_args((["--kinds", *args.kinds] if args.kinds else []) + (["--quick"] if args.quick else []))
+        sub.threads, sub.device = args.threads, args.device
+        if name == "layer":
+            sub.no_memory = args.no_memory
+        rows += bench.run(sub)
+        write_results(rows, args.out, command, time.perf_counter() - start)
+        print(f"# {name} done after {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    """Run one command; returns its rows (also written to ``--out``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] not in COMMANDS:
-        sys.exit(f"usage: python -m synthesizer.bench {{{'|'.join(COMMANDS)}}} [options]  (--help after the name for options)")
-    COMMANDS[argv[0]](argv[1:])
+        sys.exit(f"usage: python -m synthesizer.bench {{{'|'.join(COMMANDS)}}} [--quick] [--out DIR]  (--help after the name for options)")
+    command = argv[0]
+    if command == "report":
+        if len(argv) != 2:
+            sys.exit("usage: python -m synthesizer.bench report RESULTS_DIR")
+        for path in rewrite_results(argv[1]):
+            print(path)
+        return []
+    args = parser(command).parse_args(argv[1:])
+    text = "python -m synthesizer.bench " + shlex.join(argv)
+    start = time.perf_counter()
+    rows = run_all(args, text) if command == "all" else BENCHES["layer" if command == "attention" else command].run(args)
+    wall = time.perf_counter() - start
+    written = write_results(rows, args.out, text, wall)
+    if args.jsonl:
+        write_jsonl(rows, args.jsonl)
+    print(markdown(rows, text, wall), flush=True)
+    print(f"# wrote {', '.join(str(p) for p in written)} ({wall:.0f} s)", file=sys.stderr)
+    return rows
 
 
 if __name__ == "__main__":

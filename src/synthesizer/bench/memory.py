@@ -57,25 +57,53 @@ def peak_bytes(fn: Callable[[], object], device: torch.device) -> int | None:
     return (_status_kib("VmHWM") - before) * 1024
 
 
-def _main(spec_json: str) -> None:
-    """Child process of the attention benchmark: print the peak bytes of one forward+backward."""
-    import json
+def layer_peaks(name: str, seqs: list[int], batch: int, d_model: int, heads: int, causal: bool,
+                device: torch.device) -> dict[int, dict[str, int | None]]:
+    """Peak bytes of one forward (no_grad) and one forward+backward of layer ``name`` at each length.
 
-    from .attention import build_layer
+    The layer is rebuilt per length (max_len = seq, as in the timings) and first run twice on a
+    16-token input, which pays the one-off allocations (thread pools, kernel set-up) outside the peak.
+    """
+    from .layers import build_layer
+
+    peaks = {}
+    for seq in sorted(seqs):
+        layer = build_layer(name, d_model, heads, seq, causal).to(device)
+        warm = torch.randn(batch, min(16, seq), d_model, device=device, requires_grad=True)
+        for _ in range(2):  # exactly the measured call (a first backward from a given gradient costs 30+ MiB once)
+            layer(warm).backward(torch.randn_like(warm))
+        layer.zero_grad(set_to_none=True)
+        x = torch.randn(batch, seq, d_model, device=device, requires_grad=True)
+        grad = torch.randn_like(x)
+
+        def forward():
+            with torch.no_grad():
+                layer(x)
+
+        fwd = peak_bytes(forward, device)
+        fwd_bwd = peak_bytes(lambda: layer(x).backward(grad), device)
+        peaks[seq] = {"forward": fwd, "fwd_bwd": fwd_bwd}
+        del layer, x, grad, warm
+    return peaks
+
+
+def _main(spec_json: str) -> None:
+    """Child process of the layer benchmark: print the peaks of the named layers at their lengths, as JSON."""
+    import json
 
     spec = json.loads(spec_json)
     device = torch.device(spec["device"])
     if device.type == "cpu":
         release_freed_memory_at_once()
-    layer = build_layer(spec["kind"], spec["d_model"], spec["heads"], spec["seq"], spec["causal"]).to(device)
-    x = torch.randn(spec["batch"], spec["seq"], spec["d_model"], device=device, requires_grad=True)
-    grad = torch.randn_like(x)
-    peaks = []
-    for _ in range(2):  # the first run also pays for one-off allocations
-        layer.zero_grad(set_to_none=True)
-        x.grad = None
-        peaks.append(peak_bytes(lambda: layer(x).backward(grad), device))
-    print(peaks[-1] if peaks[-1] is not None else "unknown")
+    if spec.get("threads"):
+        torch.set_num_threads(spec["threads"])
+    # The process's first backward pass starts autograd's machinery: pay for it before any peak.
+    layer_peaks("sdpa", [16], 1, spec["d_model"], spec["heads"], spec["causal"], device)
+    found = {}
+    for name, seqs in spec["seqs"].items():
+        peaks = layer_peaks(name, seqs, spec["batch"], spec["d_model"], spec["heads"], spec["causal"], device)
+        found[name] = {str(k): v for k, v in peaks.items()}
+    print(json.dumps(found))
 
 
 if __name__ == "__main__":

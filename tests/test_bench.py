@@ -1,0 +1,180 @@
+"""The benchmark machinery at tiny sizes: commands, output files and formats, ratios, target verdicts.
+Timings are never asserted (this machine is shared); only their structure is."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+import torch
+
+from synthesizer.bench import __main__ as bench_main
+from synthesizer.bench import decode, layer, model
+from synthesizer.bench.decode import greedy_decode
+from synthesizer.bench.layers import layer_names
+from synthesizer.bench.report import plot_layers, targets, targets_table, write_results
+from synthesizer.bench.timing import interleaved_medians
+from synthesizer.models import LanguageModel
+
+PNG = b"\x89PNG\r\n\x1a\n"
+TINY = {"batch": 1, "seq": 16, "layers": 1, "d_model": 16, "heads": 2, "vocab": 32, "repeats": 1, "warmup": 0}
+
+
+@pytest.fixture
+def tiny_presets(monkeypatch):
+    monkeypatch.setattr(layer, "QUICK", {"batch": 1, "seqs": [8, 16], "d_model": 16, "heads": 2, "repeats": 1,
+                                         "warmup": 0, "max_call_s": 30.0})
+    monkeypatch.setattr(model, "QUICK", {"lm": dict(TINY), "classifier": dict(TINY)})
+    monkeypatch.setattr(decode, "QUICK", dict(TINY, prompt=3, new_tokens=4))
+
+
+def test_all_quick_writes_every_output(tiny_presets, tmp_path, capsys):
+    out = tmp_path / "res"
+    rows = bench_main.main(["all", "--quick", "--kinds", "vanilla", "random", "--out", str(out), "--threads", "1"])
+    assert {r["bench"] for r in rows} == {"layer", "model", "decode"}
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert lines == json.loads(json.dumps(rows))
+    with open(out / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == len(rows) and {"kind", "fwd_bwd_s", "tokens_per_s", "cache_bytes", "torch", "threads"} <= set(table[0])
+    assert (out / "layer_time.png").read_bytes()[:8] == PNG
+    text = (out / "results.md").read_text()
+    assert "## Targets" in text and "## Layer level" in text and "## Decoding" in text
+    assert "python -m synthesizer.bench all --quick" in text and text in capsys.readouterr().out
+    (out / "results.md").unlink()
+    bench_main.main(["report", str(out)])  # redone from results.jsonl and run.json alone
+    assert (out / "results.md").read_text() == text
+
+    lay = [r for r in rows if r["bench"] == "layer"]
+    names = {r["kind"] for r in lay}
+    assert {"sdpa", "vanilla", "random", "linformer", "lightconv", "dynamicconv"} <= names
+    assert {r["seq"] for r in lay} == {8, 16} and all(r["threads"] == 1 and r["torch"] == torch.__version__ for r in lay)
+    for r in lay:
+        assert r["forward_min_s"] <= r["forward_s"] <= r["forward_max_s"] and r["flops"] > 0 and r["params"] > 0
+        assert r["peak_bytes"] is None or r["peak_bytes"] >= 0
+    vanilla = next(r for r in lay if r["kind"] == "vanilla" and r["seq"] == 16)
+    rnd = next(r for r in lay if r["kind"] == "random" and r["seq"] == 16)
+    assert vanilla["fwd_bwd_vs_vanilla"] == 1.0
+    assert rnd["fwd_bwd_vs_vanilla"] == pytest.approx(rnd["fwd_bwd_s"] / vanilla["fwd_bwd_s"])
+
+    lm = {r["kind"]: r for r in rows if r["bench"] == "model" and r["task"] == "lm"}
+    assert set(lm) == {"vanilla", "random", "lightconv", "dynamicconv"}  # linformer is encoder-only
+    assert "linformer" in {r["kind"] for r in rows if r["bench"] == "model" and r["task"] == "classifier"}
+    assert lm["random"]["tokens_per_s"] == pytest.approx(TINY["batch"] * TINY["seq"] / lm["random"]["step_s"])
+    dec = {r["kind"]: r for r in rows if r["bench"] == "decode"}
+    assert dec["random"]["cache_vs_vanilla"] == 0.5  # values only, against keys and values
+
+
+def test_layer_command_and_attention_alias(tmp_path):
+    args = ["--kinds", "random", "--baselines", "lightconv", "--seqs", "8", "--batch", "1", "--d-model", "16", "--heads", "2",
+            "--repeats", "1", "--warmup", "0", "--no-memory", "--out", str(tmp_path), "--jsonl", str(tmp_path / "x.jsonl")]
+    for command in ("layer", "attention"):
+        rows = bench_main.main([command, *args])
+        assert [r["kind"] for r in rows] == ["sdpa", "random", "lightconv"]
+        assert rows[0]["fwd_bwd_ratio"] == 1.0 and rows[1]["fwd_bwd_vs_vanilla"] is None  # no vanilla row this time
+    assert len((tmp_path / "x.jsonl").read_text().splitlines()) == 3
+    assert not (tmp_path / "layer_memory.png").exists()
+
+
+def test_slow_layers_are_dropped_from_longer_lengths(tmp_path):
+    rows = bench_main.main(["layer", "--kinds", "random", "--baselines", "--seqs", "8", "16", "--batch", "1", "--d-model",
+                            "16", "--heads", "2", "--repeats", "1", "--warmup", "0", "--no-memory",
+                            "--max-call-s", "1e-9", "--always-upto", "8", "--out", str(tmp_path)])
+    assert {r["seq"] for r in rows} == {8}
+    assert all("max-call-s" in r["skipped_longer"] for r in rows)
+
+
+def test_unknown_command_and_kinds_fail_clearly(tmp_path):
+    with pytest.raises(SystemExit, match="usage"):
+        bench_main.main(["nope"])
+    with pytest.raises(ValueError, match="bogus"):
+        layer_names(["random"], ["bogus"], causal=False)
+    with pytest.raises(ValueError, match="baseline"):
+        layer_names(["lightconv"], [], causal=False)
+    with pytest.raises(ValueError, match="unknown attention kind"):
+        layer_names(["randum"], [], causal=False)
+
+
+def test_layer_names_candidates_and_causal():
+    names = layer_names(["random+vanilla", "random"], ["linformer", "linformer_pypi", "lightconv"], causal=True)
+    assert names[:2] == ["sdpa", "random+vanilla"] and "random+vanilla [reference]" in names
+    assert "linformer" not in names and "linformer_pypi" not in names and names[-1] == "lightconv"
+    plain = layer_names(["random+vanilla"], ["linformer"], causal=False, candidates=False)
+    assert plain == ["sdpa", "random+vanilla", "linformer"]
+
+
+def test_interleaved_medians_round_robin_and_stats():
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in ("a", "b")}
+    stats = interleaved_medians(fns, torch.device("cpu"), repeats=3, warmup=1)
+    assert calls == ["a", "b"] + ["a", "b"] * 3  # warm-up first, then alternating
+    assert all(s["min"] <= s["median"] <= s["max"] for s in stats.values())
+
+
+def test_memory_peaks_grow_with_length():
+    # In a fresh process, as the benchmark does: this one's allocator keeps freed memory resident.
+    peaks = layer.measure_memory({"vanilla [reference]": [16, 256]}, 2, 16, 2, False, torch.device("cpu"), 1)
+    peaks = peaks["vanilla [reference]"]
+    if peaks[16]["fwd_bwd"] is None:
+        pytest.skip("no peak-RSS counters on this system")
+    # The reference path keeps (B, H, n, n) probabilities for backward: 2 MiB at n = 256.
+    assert peaks[256]["fwd_bwd"] > peaks[16]["fwd_bwd"] and peaks[256]["fwd_bwd"] >= 2 * 2 * 256 * 256 * 4
+
+
+def test_decode_cache_bytes_per_kind():
+    cfg = dict(TINY, seq=32)
+    prompt = torch.randint(3, 32, (2, 3))
+    sizes = {}
+    for kind in ("vanilla", "random", "lightconv"):
+        torch.manual_seed(0)
+        ids, sizes[kind] = greedy_decode(LanguageModel(model.model_config(kind, cfg)).eval(), prompt, 5)
+        assert ids.shape == (2, 5)
+    positions, dh_total = 3 + 5, 16
+    assert sizes["vanilla"] == 2 * 2 * positions * dh_total * 4  # keys + values, float32, one layer
+    assert sizes["random"] == sizes["vanilla"] // 2
+    assert sizes["lightconv"] == 2 * 30 * 16 * 4  # the last K-1 = 30 conv inputs, whatever the length
+
+
+def _layer_row(kind, seq, fwd_bwd, forward=1.0):
+    return {"bench": "layer", "kind": kind, "seq": seq, "fwd_bwd_s": fwd_bwd, "forward_s": forward}
+
+
+def test_target_verdicts():
+    rows = [_layer_row("random", 2048, 1.0), _layer_row("dynamicconv", 2048, 1.5), _layer_row("linformer", 2048, 0.5),
+            _layer_row("linformer_pypi", 2048, 1.0, forward=0.5), _layer_row("factorized_random", 1024, 1.0),
+            _layer_row("dynamicconv", 1024, 2.0),
+            {"bench": "model", "task": "lm", "kind": "vanilla", "tokens_per_s": 100.0, "layers": 4, "d_model": 512, "seq": 1024,
+             "batch": 1, "flops_vs_vanilla": 1.0},
+            {"bench": "model", "task": "lm", "kind": "random", "tokens_per_s": 130.0, "layers": 4, "d_model": 512, "seq": 1024,
+             "batch": 1, "flops_vs_vanilla": 1.33},
+            {"bench": "decode", "kind": "vanilla", "cache_bytes": 200, "tokens_per_s": 10.0},
+            {"bench": "decode", "kind": "random", "cache_bytes": 100, "tokens_per_s": 9.0}]
+    found = {t["target"]: t for t in targets(rows)}
+    by = lambda part: next(t for name, t in found.items() if part in name)  # noqa: E731
+    assert by("random ≥ 1.6x")["met"] is False and by("random ≥ 1.6x")["value"] == 1.5
+    fr = by("factorized_random ≥ 1.6x")
+    assert fr["met"] is True and fr["value"] == 2.0 and "seq 1024" in fr["detail"]  # the longest common length
+    assert by("random at least as fast as linformer")["value"] == 0.5
+    assert by("factorized_random at least as fast as linformer")["met"] is None  # never measured at a common length
+    assert by("fwd+bwd: our linformer")["met"] is True and by("fwd: our linformer")["met"] is False
+    assert by("LM training")["met"] is True and by("cache")["met"] is True and by("decoding: random's tokens")["met"] is False
+    text = targets_table(rows)
+    assert "**missed**" in text and "not measured" in text and text.count("\n| layer") == 6
+
+
+def test_write_results_without_layer_rows_makes_no_plots(tmp_path):
+    rows = [{"bench": "decode", "kind": "vanilla", "cache_bytes": 8, "tokens_per_s": 1.0, "decode_s": 1.0,
+             "decode_min_s": 1.0, "decode_max_s": 1.0, "torch": "x", "threads": 1, "device": "cpu", "device_name": "c",
+             "cores": 1, "python": "3"}]
+    written = write_results(rows, tmp_path / "a" / "b")
+    assert [p.name for p in written] == ["results.jsonl", "results.csv", "results.md", "run.json"]
+
+
+def test_plots_are_written_per_layer_row(tmp_path):
+    rows = [{"bench": "layer", "kind": kind, "seq": seq, "batch": 1, "d_model": 8, "heads": 2, "threads": 1, "torch": "t",
+             "forward_s": seq * f, "fwd_bwd_s": 3 * seq * f, "peak_bytes": seq * 1000 * f}
+            for kind, f in (("vanilla", 2.0), ("random", 1.0)) for seq in (256, 512, 1024)]
+    written = plot_layers(rows, tmp_path)
+    assert [p.name for p in written] == ["layer_time.png", "layer_memory.png"]
+    assert all(p.read_bytes()[:8] == PNG for p in written)
