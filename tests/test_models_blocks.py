@@ -52,3 +52,11 @@ def test_sinusoidal_table():
     assert table.shape == (10, 8)
     torch.testing.assert_close(table[0], torch.tensor([0.0, 1.0] * 4))
     torch.testing.assert_close(table[3, 0], torch.sin(torch.tensor(3.0)))
+
+
+def test_segment_embeddings_start_at_token_scale():
+    from synthesizer.models.blocks import Embeddings
+    from synthesizer.models.config import ModelConfig
+
+    emb = Embeddings(ModelConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=1, max_len=16), segments=True)
+    assert emb.segment.weight.std().item() < 0.05

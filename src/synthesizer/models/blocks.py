@@ -43,6 +43,8 @@ class Embeddings(nn.Module):
             self.position = None
             self.register_buffer("sinusoid", sinusoidal_table(config.max_len, config.d_model), persistent=False)
         self.segment = nn.Embedding(config.n_segments, config.d_model) if segments else None
+        if self.segment is not None:  # the default N(0, 1) would drown the 0.02-scale token embeddings
+            nn.init.normal_(self.segment.weight, std=0.02)
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, ids: Tensor, start: int = 0, segment_ids: Tensor | None = None) -> Tensor:

@@ -1,0 +1,233 @@
+"""Command line: ``synthesizer train | evaluate | generate | configs | bench | compare``.
+
+Bad input (a data row that does not parse, a missing file, an unknown attention kind, task or config
+key, a too-long sequence) prints one line ``error: ...`` and exits with status 2 (set
+``SYNTHESIZER_DEBUG=1`` to see the traceback instead). Multi-process
+training: ``torchrun --nproc_per_node 2 -m synthesizer train --config ...`` (rank 0 writes the files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+EPILOG_TRAIN = """examples:
+  synthesizer train --config lm-sotu-small --attention random
+  synthesizer train --config my.yaml --set train.max_steps=2000 --set model.d_model=128
+  synthesizer train --config mt-bible-small --out runs/mt --resume
+  torchrun --nproc_per_node 2 -m synthesizer train --config cls-rotten-small
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="synthesizer", description="Train, evaluate and use Synthesizer models.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    t = sub.add_parser("train", help="train a model from a config, then evaluate it on the test split",
+                       description="Train from a YAML/JSON config (or a shipped config name, see "
+                                   "`synthesizer configs`); writes checkpoints, log.jsonl and result.json to --out.",
+                       epilog=EPILOG_TRAIN, formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("--config", required=True, metavar="FILE|NAME", help="config file or shipped config name")
+    t.add_argument("--attention", metavar="KIND", help="self-attention kind, e.g. vanilla, random, dense, random+vanilla")
+    t.add_argument("--out", metavar="DIR", help="run folder (default: runs/<config>-<attention>)")
+    t.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override a config value, e.g. train.max_steps=500 (repeatable)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("--threads", type=int, metavar="N", help="CPU threads for torch (default: torch's choice; "
+                   "1 is often faster on a busy machine)")
+
+    e = sub.add_parser("evaluate", help="metrics of a trained run on the test or valid split",
+                       description="Recompute the metrics of a run's best checkpoint and print them as JSON.")
+    e.add_argument("--run", required=True, metavar="DIR", help="run folder written by `synthesizer train`")
+    e.add_argument("--split", default="test", choices=("test", "valid"))
+    e.add_argument("--checkpoint", default="best", choices=("best", "last"))
+
+    g = sub.add_parser("generate", help="continue text (LM), translate/summarize/reply (seq2seq) or classify",
+                       description="Use a trained run on new input: one output line per input line.")
+    g.add_argument("--run", required=True, metavar="DIR", help="run folder written by `synthesizer train`")
+    src = g.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt", metavar="TEXT", help="one input text")
+    src.add_argument("--input", metavar="FILE", help="a file with one input per line")
+    g.add_argument("--beam", type=int, metavar="N", help="beam search with N beams")
+    g.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
+    g.add_argument("--top-k", type=int, metavar="K")
+    g.add_argument("--top-p", type=float, metavar="P")
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--max-new-tokens", type=int, default=64, metavar="N")
+    g.add_argument("--seed", type=int, default=0, help="seed for --sample")
+    g.add_argument("--checkpoint", default="best", choices=("best", "last"))
+
+    sub.add_parser("configs", help="list the shipped configs", description="List the configs shipped with the package.")
+    sub.add_parser("bench", help="attention/model benchmarks (see `synthesizer bench --help`)", add_help=False)
+    sub.add_parser("compare", help="tables and plots comparing runs (see `synthesizer compare --help`)", add_help=False)
+    return p
+
+
+# ----------------------------------------------------------------------------- commands
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .tasks.config import ExperimentConfig, resolve_config
+    from .tasks.experiment import run_experiment
+    from .training import distributed
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        import torch
+        torch.set_num_threads(args.threads)
+    cfg = ExperimentConfig.from_file(args.config, args.overrides)
+    if args.attention:
+        cfg = cfg.with_attention(args.attention)
+    out = Path(args.out) if args.out else Path("runs") / f"{resolve_config(args.config).stem}-{cfg.attention}"
+    try:
+        result = run_experiment(cfg, out, resume=args.resume, progress=not args.quiet)
+        rank = distributed.get_rank()
+    finally:
+        distributed.cleanup()
+    if rank != 0:
+        return 0
+    if "test_metrics" not in result:
+        print(f"stopped ({result['stopped']}) at step {result['steps']}; continue with: "
+              f"synthesizer train --config {args.config} --out {out} --resume", file=sys.stderr)
+        return 130
+    summary = {k: result[k] for k in ("task", "data", "attention", "steps", "train_time_s", "diverged")}
+    summary.update(test=result["test_metrics"], baselines=result["baselines"], result=str(out / "result.json"))
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .tasks.experiment import evaluate_run
+
+    print(json.dumps(evaluate_run(args.run, args.split, args.checkpoint), indent=2))
+    return 0
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    if args.prompt is not None:
+        return [args.prompt]
+    path = Path(args.input)
+    if not path.is_file():
+        raise ValueError(f"--input {path}: no such file")
+    lines = [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines()]
+    if not any(line.strip() for line in lines):
+        raise ValueError(f"--input {path}: the file has no text")
+    return lines
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    import torch
+
+    from .data.batching import pad_sequences
+    from .models.generation import beam_search, generate
+    from .tasks.experiment import TASK_CLASSES, load_trained
+
+    if args.beam is not None and args.beam < 1:
+        raise ValueError(f"--beam must be >= 1, got {args.beam}")
+    if args.beam and args.sample:
+        raise ValueError("choose either --beam or --sample, not both")
+    model, tok, cfg = load_trained(args.run, args.checkpoint)
+    family = TASK_CLASSES[cfg.task].family
+    texts = _inputs(args)
+    if family == "classifier":
+        return _classify(args, model, tok, cfg, texts)
+    gen = torch.Generator().manual_seed(args.seed)
+    for text in texts:
+        if family == "lm":
+            ids = tok.encode(text) or [tok.eos_id]  # an empty prompt starts a new document
+            inputs, mask = [ids], None
+        else:
+            ids = tok.encode(text)
+            inputs, mask = pad_sequences([ids], tok.pad_id)
+        if args.beam and args.beam > 1:
+            seq = beam_search(model, inputs, args.max_new_tokens, src_padding_mask=mask, num_beams=args.beam).best()[0]
+        else:
+            seq = generate(model, inputs, args.max_new_tokens, src_padding_mask=mask, do_sample=args.sample,
+                           temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                           generator=gen).sequences()[0]
+        out = tok.decode(seq[len(ids):] if family == "lm" else seq)
+        print(text + out if family == "lm" else out.strip())
+    return 0
+
+
+def _classify(args, model, tok, cfg, texts: list[str]) -> int:
+    import torch
+
+    from .data.batching import pad_sequences
+
+    labels_file = Path(args.run) / "labels.json"
+    names = json.loads(labels_file.read_text())["labels"] if labels_file.is_file() else None
+    for text in texts:
+        a, _, b = text.partition("\t")  # a text pair is given tab-separated
+        ids = [tok.cls_id] + tok.encode(a) + [tok.sep_id]
+        segs = [0] * len(ids)
+        if b:
+            pair = tok.encode(b) + [tok.sep_id]
+            ids, segs = ids + pair, segs + [1] * len(pair)
+        x, mask = pad_sequences([ids], tok.pad_id)
+        with torch.no_grad():
+            out = model(x, mask, torch.tensor([segs]) if b else None)
+        if cfg.task == "regression":
+            print(f"{float(out[0]):.4f}")
+        else:
+            probs = out.softmax(-1)[0]
+            k = int(probs.argmax())
+            print(f"{names[k] if names else k}\t{float(probs[k]):.3f}")
+    return 0
+
+
+def cmd_configs(args: argparse.Namespace) -> int:
+    from .tasks.config import config_description, shipped_configs
+
+    configs = shipped_configs()
+    width = max(map(len, configs), default=0)
+    for name, path in configs.items():
+        print(f"{name:<{width}}  {config_description(path)}")
+    return 0
+
+
+def _forward(command: str, argv: list[str]) -> int:
+    if command == "bench":
+        from .bench.__main__ import main as bench_main
+        bench_main(argv)
+    else:
+        try:
+            from .report.compare import main as compare_main
+        except ImportError as e:
+            raise ValueError(f"`synthesizer compare` is not available: {e}") from None
+        return compare_main(argv) or 0
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "generate": cmd_generate, "configs": cmd_configs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    from .data.records import DataError
+
+    try:
+        if argv and argv[0] in ("bench", "compare"):
+            return _exit(_forward(argv[0], argv[1:]))
+        args = _parser().parse_args(argv)
+        if args.command is None:
+            _parser().print_help()
+            return _exit(EXIT_USAGE)
+        return _exit(COMMANDS[args.command](args))
+    except (DataError, ValueError, FileNotFoundError) as e:
+        if os.environ.get("SYNTHESIZER_DEBUG"):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return _exit(EXIT_USAGE)
+
+
+def _exit(code: int) -> int:
+    if code:
+        sys.exit(code)
+    return 0

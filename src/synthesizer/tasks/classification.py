@@ -1,0 +1,153 @@
+"""Classification and regression of single texts or text pairs with an encoder classifier.
+
+Inputs are ``<cls> a <sep>`` or ``<cls> a <sep> b <sep>`` with segment ids 0 for the first part and
+1 for the second. Classification: cross-entropy, metrics ``accuracy``, ``f1``, ``mcc``; the best
+checkpoint has the highest validation accuracy; baseline: the majority class of the training labels.
+Regression (``n_classes = 1``): squared error, metrics ``pearson``, ``spearman``, ``mse``; the best
+checkpoint has the lowest validation loss; baseline: the training mean (its ``mse``).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..data.batching import LengthBucketSampler, length_batches, pad_sequences
+from ..training.losses import sequence_cross_entropy
+from .base import Task, bucket_sampler, skip_batches, split_of
+from .metrics import classification_metrics, regression_metrics
+
+
+class ClassificationTask(Task):
+    family = "classifier"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.regression = self.cfg.task == "regression"
+        if self.regression:
+            self.primary_metric, self.higher_is_better = "pearson", True
+        else:
+            self.primary_metric, self.higher_is_better = "accuracy", True
+            self.select_metric, self.select_mode = "accuracy", "max"
+        self.limit = int(self.cfg.batch.get("max_len", self.max_len))
+        self._data: dict[str, tuple[list[list[int]], list[list[int]], list]] = {}
+        self._sampler: LengthBucketSampler | None = None
+
+    @property
+    def label_names(self) -> list[str] | None:
+        return self.corpus.label_names
+
+    def model_fields(self) -> dict:
+        return {"n_classes": 1 if self.regression else self.corpus.num_labels}
+
+    def encode_row(self, text: str, text_pair: str | None, where: str) -> tuple[list[int], list[int]]:
+        """(ids, segment ids) of one input, with its length policy applied."""
+        tok = self.tok
+        a = tok.encode(text)
+        b = tok.encode(text_pair) if text_pair is not None else None
+        special = 2 if b is None else 3
+        n = len(a) + (len(b) if b is not None else 0) + special
+        if n > self.limit:
+            self.fit([0] * n, self.limit, where, "max_len")  # raises unless truncation was chosen
+            budget = self.limit - special
+            if b is None:
+                a = a[:budget]
+            else:  # cut the longer part first
+                while len(a) + len(b) > budget:
+                    if len(a) >= len(b):
+                        a = a[:-1]
+                    else:
+                        b = b[:-1]
+        ids = [tok.cls_id] + a + [tok.sep_id]
+        segments = [0] * len(ids)
+        if b is not None:
+            ids += b + [tok.sep_id]
+            segments += [1] * (len(b) + 1)
+        return ids, segments
+
+    def encoded(self, split: str):
+        if split not in self._data:
+            rows = split_of(self.corpus, split)
+            ids, segs = [], []
+            for i, row in enumerate(rows):
+                x, s = self.encode_row(row["text"], row.get("text_pair"), self.where(split, i))
+                ids.append(x)
+                segs.append(s)
+            self.warn_truncated(split)
+            self._data[split] = (ids, segs, [row["label"] for row in rows])
+        return self._data[split]
+
+    def collate(self, ids: list[list[int]], segs: list[list[int]], labels: list) -> dict[str, Tensor]:
+        x, mask = pad_sequences(ids, self.tok.pad_id)
+        y = torch.tensor(labels, dtype=torch.float32 if self.regression else torch.long)
+        batch = {"ids": x, "mask": mask, "labels": y}
+        if any(any(row) for row in segs):  # segment ids only for text pairs; single texts add no segment vector
+            batch["segments"] = pad_sequences(segs, 0)[0]
+        return batch
+
+    def _batch(self, split: str, idx: list[int]) -> dict[str, Tensor]:
+        ids, segs, labels = self.encoded(split)
+        return self.collate([ids[i] for i in idx], [segs[i] for i in idx], [labels[i] for i in idx])
+
+    # ------------------------------------------------------------------ training
+    def _loss(self, out: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+        if self.regression:
+            return F.mse_loss(out.float(), labels, reduction="sum"), torch.tensor(labels.shape[0])
+        return sequence_cross_entropy(out, labels)
+
+    def step_fn(self, model: nn.Module, batch: dict) -> tuple[Tensor, Tensor]:
+        return self._loss(model(batch["ids"], batch["mask"], batch.get("segments")), batch["labels"])
+
+    def train_batches(self, epoch: int, skip: int):
+        ids, _, _ = self.encoded("train")
+        if self._sampler is None:
+            self._sampler, self._perm = bucket_sampler([len(x) for x in ids], self.max_tokens,
+                                                       self.cfg.batch.get("max_sentences"), self.cfg.seed,
+                                                       self.rank, self.world_size)
+        self._sampler.set_epoch(epoch)
+        perm = self._perm
+        return skip_batches((self._batch("train", [perm[j] for j in idx]) for idx in self._sampler), skip)
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def predict(self, model: nn.Module, split: str) -> tuple[list, float]:
+        """Predictions (class ids or scores) in split order, and the mean loss."""
+        ids, _, labels = self.encoded(split)
+        device = next(model.parameters()).device
+        preds: list = [None] * len(ids)
+        total = 0.0
+        for idx in length_batches([len(x) for x in ids], self.max_tokens, self.cfg.batch.get("max_sentences")):
+            batch = {k: v.to(device) for k, v in self._batch(split, idx).items()}
+            out = model(batch["ids"], batch["mask"], batch.get("segments"))
+            total += float(self._loss(out, batch["labels"])[0])
+            values = out.float().tolist() if self.regression else out.argmax(-1).tolist()
+            for i, v in zip(idx, values):
+                preds[i] = v
+        return preds, total / len(ids)
+
+    def _scores(self, preds: list, labels: list) -> dict[str, float]:
+        if self.regression:
+            mse = sum((p - y) ** 2 for p, y in zip(preds, labels)) / len(labels)
+            return {**regression_metrics(preds, labels), "mse": mse}
+        return classification_metrics(preds, labels, self.corpus.num_labels)
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        preds, loss = self.predict(model, "valid")
+        labels = self.encoded("valid")[2]
+        if self.regression:
+            return {"loss": loss, **self._scores(preds, labels)}
+        return {"loss": loss, "accuracy": sum(int(p == y) for p, y in zip(preds, labels)) / len(labels)}
+
+    def metrics(self, model: nn.Module, split: str = "test") -> dict[str, float]:
+        preds, loss = self.predict(model, split)
+        return {"loss": loss, **self._scores(preds, self.encoded(split)[2])}
+
+    def baselines(self, split: str = "test") -> dict[str, float]:
+        train = [row["label"] for row in split_of(self.corpus, "train")]
+        labels = [row["label"] for row in split_of(self.corpus, split)]
+        if self.regression:
+            mean = sum(train) / len(train)
+            return {"train_mean_mse": sum((mean - y) ** 2 for y in labels) / len(labels)}
+        majority = max(range(self.corpus.num_labels), key=train.count)
+        return {"majority_accuracy": self._scores([majority] * len(labels), labels)["accuracy"]}

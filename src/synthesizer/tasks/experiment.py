@@ -1,0 +1,308 @@
+"""Run one experiment end to end: data -> tokenizer -> model -> Trainer -> best checkpoint -> test metrics.
+
+Run folder written by :func:`run_experiment` (rank 0 only under ``torchrun``)::
+
+    out_dir/
+      experiment.json     the ExperimentConfig (resume checks it against the one given)
+      tokenizer/          trained once on the train split, reused on resume
+      labels.json         classification label names (index = class id)
+      log.jsonl           the Trainer's train/eval records (eval records carry the mixture weights)
+      step-*/ last best   checkpoints (see training/checkpoint.py)
+      result.json         the summary below, written atomically at the end
+
+``result.json`` (and the returned dict): task, data, attention, seed, config, test_metrics,
+valid_metrics, baselines, primary_metric, higher_is_better, curve, mixture_weights, components,
+params, train_time_s, train_tokens_per_s, steps, checkpoint, log, diverged (and stopped).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ..attention.factory import BASELINES
+from ..attention.kinds import COMPONENTS, parse_kind
+from ..data.hub import load_hub
+from ..data.records import SEQ2SEQ_TASKS, Corpus, DataError
+from ..data.sources import load_corpus, load_files
+from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
+from ..models import ModelConfig, build_model
+from ..training import distributed as dist
+from ..training.checkpoint import load_model_weights, resolve_checkpoint
+from ..training.loop import Trainer, TrainConfig, seed_everything
+from .base import Task
+from .classification import ClassificationTask
+from .config import ExperimentConfig
+from .lm import LMTask
+from .seq2seq import Seq2SeqTask
+
+TASK_CLASSES: dict[str, type[Task]] = {"lm": LMTask, "classification": ClassificationTask,
+                                       "regression": ClassificationTask,
+                                       **{t: Seq2SeqTask for t in SEQ2SEQ_TASKS}}
+# sections that fix the model and tokenizer: a resumed run must keep them
+FROZEN_SECTIONS = ("task", "data", "model", "tokenizer")
+
+
+class Diverged(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+# ----------------------------------------------------------------------------- building blocks
+
+def load_data(cfg: ExperimentConfig) -> Corpus:
+    """The corpus named by ``cfg.data`` (built-in, hub or local files), checked against ``cfg.task``."""
+    d = cfg.data
+    common = {"limit": d.get("limit")}
+    if "max_history" in d:
+        common["max_history"] = d["max_history"]
+    if "corpus" in d:
+        corpus = load_corpus(d["corpus"], **common)
+    elif "hub" in d:
+        corpus = load_hub(d["hub"], data_files=d.get("data_files"), path=d.get("path"), **common)
+    else:
+        corpus = load_files(cfg.task, d["train"], d["valid"], d["test"], name=d.get("name"),
+                            **d.get("columns", {}), **common)
+    if corpus.task != cfg.task and not {corpus.task, cfg.task} <= {"translation", "summarization", "dialogue"}:
+        raise ValueError(f"data {corpus.name!r} is a {corpus.task} corpus but task is {cfg.task!r}")
+    for split in ("train", "valid", "test"):
+        if not corpus.splits.get(split):
+            raise DataError(f"corpus {corpus.name!r} ({corpus.origin}): empty or missing {split!r} split")
+    return corpus
+
+
+def components_of(kind: str) -> list[str]:
+    return [kind] if kind in BASELINES else list(parse_kind(kind))
+
+
+def self_attention_layers(model: nn.Module) -> list[nn.Module]:
+    """Every block's self-attention module (encoder first for an encoder-decoder)."""
+    return [m for name, m in model.named_modules() if name.endswith(".attn")]
+
+
+def mixture_weights(model: nn.Module) -> list | None:
+    """softmax(alpha) of every self-attention layer as nested lists, or None if no layer mixes."""
+    layers = []
+    for m in self_attention_layers(model):
+        w = m.mixture_weights() if hasattr(m, "mixture_weights") else None
+        if w is None:
+            return None
+        layers.append([round(float(x), 6) for x in w] if w.dim() == 1 else [[round(float(x), 6) for x in h] for h in w])
+    return layers or None
+
+
+def param_summary(model: nn.Module) -> dict:
+    counts = model.param_counts()
+    logits = sum(v for k, v in counts.items() if k.startswith("attention.") and k.split(".", 1)[1] in COMPONENTS)
+    return {"total": sum(counts.values()), "attention_logits": logits, "by_component": counts}
+
+
+def make_model_config(cfg: ExperimentConfig, tokenizer: Tokenizer, task: Task) -> ModelConfig:
+    return ModelConfig(vocab_size=tokenizer.vocab_size, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
+                       eos_id=tokenizer.eos_id, **{**cfg.model, **task.model_fields()})
+
+
+def read_log(path: Path) -> dict:
+    """Curve, mixture-weight history, train time and tokens/s from a Trainer ``log.jsonl``."""
+    curve, history = [], []
+    last_train_loss, elapsed, weighted, prev = None, 0.0, 0.0, 0.0
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            kind = rec.get("kind")
+            if kind == "train":
+                last_train_loss = rec["loss"]
+                dt = max(rec["elapsed"] - prev, 0.0)
+                weighted += rec["tokens_per_s"] * dt
+                prev = elapsed = rec["elapsed"]
+            elif kind == "eval":
+                point = {"step": rec["step"], "train_loss": last_train_loss}
+                point.update({f"valid_{k}": v for k, v in rec.items()
+                              if k not in ("kind", "step", "mixture_weights") and isinstance(v, (int, float))})
+                curve.append(point)
+                if "mixture_weights" in rec:
+                    history.append({"step": rec["step"], "layers": rec["mixture_weights"]})
+            elif kind == "end":
+                elapsed = max(elapsed, rec["elapsed"])
+                prev = rec["elapsed"]
+    return {"curve": curve, "mixture_weights": history, "train_time_s": elapsed,
+            "train_tokens_per_s": weighted / elapsed if elapsed > 0 else 0.0}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, allow_nan=True))
+    os.replace(tmp, path)
+
+
+def _finite(metrics: dict) -> dict:
+    """JSON-friendly metrics: NaN/inf become None."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
+
+
+def _check_resume(cfg: ExperimentConfig, out_dir: Path, resume: bool) -> None:
+    if not resume and (out_dir / "last").exists():
+        raise ValueError(f"{out_dir} already holds a trained run; pass resume (--resume) to continue it, "
+                         "or choose another output folder (--out)")
+    saved = out_dir / "experiment.json"
+    if resume and saved.exists():
+        before = json.loads(saved.read_text())
+        now = cfg.to_dict()
+        changed = [k for k in FROZEN_SECTIONS if before.get(k) != now.get(k)]
+        if changed and (out_dir / "last").exists():
+            raise ValueError(f"cannot resume {out_dir}: config section(s) {', '.join(changed)} differ from the "
+                             f"saved run ({saved}); only train/batch/eval settings may change on resume")
+
+
+def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: bool) -> Tokenizer:
+    """Train the tokenizer on the train split once per run folder (rank 0), reuse it on resume."""
+    folder = out_dir / "tokenizer"
+    if dist.is_main() and not (resume and (folder / TOKENIZER_FILE).exists()):
+        tok = Tokenizer.train(corpus.texts("train"), vocab_size=int(cfg.tokenizer.get("vocab_size", 8000)),
+                              min_frequency=int(cfg.tokenizer.get("min_frequency", 2)))
+        tok.save(folder)
+    dist.barrier()
+    return Tokenizer.load(folder)
+
+
+# ----------------------------------------------------------------------------- the runner
+
+def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = False, progress: bool = True) -> dict:
+    """Train (or resume) ``cfg`` in ``out_dir``, evaluate the best checkpoint on test, write ``result.json``.
+
+    Works in one process or under ``torchrun`` (data sharded by rank; rank 0 writes every file and
+    returns the same dict on every rank). A NaN/inf training loss stops training and is reported as
+    ``"diverged": true`` with the metrics of the best checkpoint before it (if any).
+    """
+    out_dir = Path(out_dir)
+    if "max_steps" not in cfg.train:
+        raise ValueError("train.max_steps is required (the number of optimizer updates)")
+    info = dist.init_distributed()
+    main = info.rank == 0
+    _check_resume(cfg, out_dir, resume)
+    corpus = load_data(cfg)
+    if main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    dist.barrier()
+    tokenizer = _tokenizer(cfg, corpus, out_dir, resume)
+    task = TASK_CLASSES[cfg.task](cfg, corpus, tokenizer, info.rank, info.world_size)
+    model_cfg = make_model_config(cfg, tokenizer, task)
+    seed_everything(cfg.seed)
+    model = build_model(task.family, model_cfg)
+    if main:
+        _write_json(out_dir / "experiment.json", cfg.to_dict())
+        if corpus.label_names is not None:
+            _write_json(out_dir / "labels.json", {"labels": corpus.label_names})
+
+    def step_fn(m: nn.Module, batch) -> tuple:
+        loss, n = task.step_fn(m, batch)
+        bad = torch.tensor([0.0 if torch.isfinite(loss.detach()).item() else 1.0], device=loss.device)
+        if info.world_size > 1:  # every rank must stop together, or the others hang in all-reduce
+            dist.all_reduce_sum(bad)
+        if bad.item() > 0:
+            raise Diverged(f"training loss is {float(loss.detach()):.4g}")
+        return loss, n
+
+    def evaluate_fn(m: nn.Module) -> dict:
+        metrics = task.evaluate(m)
+        weights = mixture_weights(m)
+        if weights is not None:
+            metrics["mixture_weights"] = weights
+        return metrics
+
+    train = {k: v for k, v in cfg.train.items() if k != "label_smoothing"}
+    train_cfg = TrainConfig(**train, seed=cfg.seed, best_metric=task.select_metric, best_mode=task.select_mode,
+                            progress=progress)
+    trainer = Trainer(model, step_fn, task.train_batches, train_cfg, evaluate_fn=evaluate_fn, out_dir=out_dir,
+                      tokenizer=str(out_dir / "tokenizer"), device=info.device)
+    diverged, stopped = False, "max_steps"
+    try:
+        stopped = trainer.train(resume=resume).stopped
+    except Diverged as e:
+        diverged, stopped = True, "diverged"
+        if main:
+            warnings.warn(f"{out_dir}: training diverged at step {trainer.step + 1} ({e}); reporting the best "
+                          "checkpoint saved before it", stacklevel=2)
+    if stopped in ("SIGINT", "SIGTERM", "signal"):
+        return {"stopped": stopped, "steps": trainer.step, "checkpoint": str(out_dir / "last")}
+
+    result_path = out_dir / "result.json"
+    if main:
+        result = _summarize(cfg, task, model, corpus, out_dir, trainer.step, diverged, stopped)
+        _write_json(result_path, result)
+    dist.barrier()
+    return json.loads(result_path.read_text())
+
+
+def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corpus, out_dir: Path, step: int,
+               diverged: bool, stopped: str) -> dict:
+    """Evaluate the best checkpoint (valid and test) and assemble the result dict."""
+    checkpoint, link = None, None
+    for which in ("best", "last"):
+        try:
+            checkpoint, link = resolve_checkpoint(out_dir, which), which
+            break
+        except FileNotFoundError:
+            continue
+    valid_metrics, test_metrics = {}, {}
+    if checkpoint is not None:
+        load_model_weights(checkpoint, model)
+        model.eval()
+        valid_metrics = task.metrics(model, "valid")
+        test_metrics = task.metrics(model, "test")
+    log = read_log(out_dir / "log.jsonl")
+    kind = cfg.attention
+    return {
+        "task": cfg.task, "data": corpus.name, "attention": kind, "seed": cfg.seed, "config": cfg.to_dict(),
+        "test_metrics": _finite(test_metrics), "valid_metrics": _finite(valid_metrics),
+        "baselines": task.baselines("test"),
+        "primary_metric": task.primary_metric, "higher_is_better": task.higher_is_better,
+        "curve": log["curve"], "mixture_weights": log["mixture_weights"], "components": components_of(kind),
+        "params": param_summary(model), "train_time_s": log["train_time_s"],
+        "train_tokens_per_s": log["train_tokens_per_s"], "steps": step,
+        "checkpoint": str(out_dir / link) if link is not None else None,
+        "log": str(out_dir / "log.jsonl"), "diverged": diverged, "stopped": stopped,
+    }
+
+
+# ----------------------------------------------------------------------------- loading a trained run
+
+def load_config(run_dir: str | Path) -> ExperimentConfig:
+    path = Path(run_dir) / "experiment.json"
+    if not path.is_file():
+        raise DataError(f"{run_dir}: not a run folder (no experiment.json); give the --out folder of a training run")
+    return ExperimentConfig.from_dict(json.loads(path.read_text()))
+
+
+def load_trained(run_dir: str | Path, which: str = "best") -> tuple[nn.Module, Tokenizer, ExperimentConfig]:
+    """(model in eval mode, tokenizer, config) of a run folder; ``which``: "best" (falls back to "last") or "last"."""
+    cfg = load_config(run_dir)
+    try:
+        checkpoint = resolve_checkpoint(run_dir, which)
+    except FileNotFoundError:
+        try:
+            checkpoint = resolve_checkpoint(run_dir, "last")
+        except FileNotFoundError:
+            raise DataError(f"{run_dir}: no checkpoint yet (no {which!r} or 'last' folder)") from None
+    model_cfg = ModelConfig.from_dict(json.loads((checkpoint / "config.json").read_text()))
+    model = build_model(TASK_CLASSES[cfg.task].family, model_cfg)
+    load_model_weights(checkpoint, model)
+    return model.eval(), Tokenizer.load(checkpoint / "tokenizer"), cfg
+
+
+def evaluate_run(run_dir: str | Path, split: str = "test", which: str = "best") -> dict:
+    """Metrics of a trained run's checkpoint on ``split`` (``valid`` or ``test``), recomputed from the data."""
+    if split not in ("valid", "test"):
+        raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
+    model, tokenizer, cfg = load_trained(run_dir, which)
+    corpus = load_data(cfg)
+    task = TASK_CLASSES[cfg.task](cfg, corpus, tokenizer)
+    return _finite(task.metrics(model, split))

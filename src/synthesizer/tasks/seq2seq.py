@@ -1,0 +1,143 @@
+"""Translation, summarization and dialogue: an encoder-decoder trained with label-smoothed cross-entropy.
+
+Source ids are the tokenized source; the decoder reads ``<s> target`` and predicts ``target </s>``.
+Model selection uses the validation loss (cheap, unsmoothed); generation metrics are computed at the
+end on at most ``eval.max_eval_examples`` examples, decoded with beam search (``eval.beam_size`` > 1)
+or greedily, and detokenized by the tokenizer before scoring:
+
+* translation: ``bleu`` (sacreBLEU); summarization: ``rouge1``, ``rouge2``, ``rougeL``;
+  dialogue: ``bleu1``, ``rougeL`` and ``perplexity``. All also report ``loss`` and ``perplexity``.
+* baseline: the source copied as the output, scored the same way.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..data.batching import LengthBucketSampler, length_batches, pad_sequences
+from ..models.generation import beam_search, generate
+from ..training.losses import sequence_cross_entropy
+from .base import Task, bucket_sampler, skip_batches, split_of
+from .metrics import bleu1, corpus_bleu, perplexity, rouge
+
+PRIMARY = {"translation": ("bleu", True), "summarization": ("rougeL", True), "dialogue": ("bleu1", True)}
+
+
+class Seq2SeqTask(Task):
+    family = "seq2seq"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.primary_metric, self.higher_is_better = PRIMARY[self.cfg.task]
+        self.max_src = int(self.cfg.batch.get("max_src_len", self.max_len))
+        self.max_tgt = int(self.cfg.batch.get("max_tgt_len", self.max_len - 1))
+        self.label_smoothing = float(self.cfg.train.get("label_smoothing", 0.1))
+        self._data: dict[str, tuple[list[list[int]], list[list[int]]]] = {}
+        self._sampler: LengthBucketSampler | None = None
+
+    def encoded(self, split: str) -> tuple[list[list[int]], list[list[int]]]:
+        """(source ids, target ids without bos/eos) of ``split``, cut or rejected by the length policy."""
+        if split not in self._data:
+            rows = split_of(self.corpus, split)
+            srcs = self.tok.encode_batch([r["source"] for r in rows])
+            tgts = self.tok.encode_batch([r["target"] for r in rows])
+            srcs = [self.fit(s, self.max_src, self.where(split, i) + " source", "max_src_len") for i, s in enumerate(srcs)]
+            tgts = [self.fit(t, self.max_tgt, self.where(split, i) + " target", "max_tgt_len") for i, t in enumerate(tgts)]
+            self.warn_truncated(split)
+            self._data[split] = (srcs, tgts)
+        return self._data[split]
+
+    def collate(self, srcs: list[list[int]], tgts: list[list[int]]) -> dict[str, Tensor]:
+        tok = self.tok
+        src, src_mask = pad_sequences(srcs, tok.pad_id)
+        tgt_in, tgt_mask = pad_sequences([[tok.bos_id] + t for t in tgts], tok.pad_id)
+        tgt_out, _ = pad_sequences([t + [tok.eos_id] for t in tgts], tok.pad_id)
+        return {"src": src, "src_mask": src_mask, "tgt_in": tgt_in, "tgt_mask": tgt_mask, "tgt_out": tgt_out}
+
+    # ------------------------------------------------------------------ training
+    def _loss(self, model: nn.Module, batch: dict, smoothing: float) -> tuple[Tensor, Tensor]:
+        logits = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
+        return sequence_cross_entropy(logits, batch["tgt_out"], self.tok.pad_id, smoothing)
+
+    def step_fn(self, model: nn.Module, batch: dict) -> tuple[Tensor, Tensor]:
+        return self._loss(model, batch, self.label_smoothing)
+
+    def train_batches(self, epoch: int, skip: int):
+        srcs, tgts = self.encoded("train")
+        if self._sampler is None:
+            lengths = [max(len(s), len(t) + 1) for s, t in zip(srcs, tgts)]
+            self._sampler, self._perm = bucket_sampler(lengths, self.max_tokens, self.cfg.batch.get("max_sentences"),
+                                                       self.cfg.seed, self.rank, self.world_size)
+        self._sampler.set_epoch(epoch)
+        perm = self._perm
+        gen = (self.collate([srcs[perm[j]] for j in idx], [tgts[perm[j]] for j in idx]) for idx in self._sampler)
+        return skip_batches(gen, skip)
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def _nll(self, model: nn.Module, split: str) -> float:
+        srcs, tgts = self.encoded(split)
+        device = next(model.parameters()).device
+        lengths = [max(len(s), len(t) + 1) for s, t in zip(srcs, tgts)]
+        total, count = 0.0, 0
+        for idx in length_batches(lengths, self.max_tokens, self.cfg.batch.get("max_sentences")):
+            batch = {k: v.to(device) for k, v in self.collate([srcs[i] for i in idx], [tgts[i] for i in idx]).items()}
+            loss, n = self._loss(model, batch, 0.0)
+            total, count = total + float(loss), count + int(n)
+        return total / count
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        nll = self._nll(model, "valid")
+        return {"loss": nll, "perplexity": perplexity(min(nll, 700.0))}
+
+    def _capped(self, split: str) -> tuple[list[dict], list[list[int]]]:
+        rows = split_of(self.corpus, split)
+        srcs, _ = self.encoded(split)
+        n = len(rows) if self.max_eval_examples is None else min(len(rows), self.max_eval_examples)
+        return rows[:n], srcs[:n]
+
+    @torch.no_grad()
+    def decode(self, model: nn.Module, srcs: list[list[int]], beam_size: int | None = None,
+               max_new_tokens: int | None = None) -> list[str]:
+        """Detokenized outputs for source id lists (in their order), by beam search or greedily."""
+        ev = self.cfg.eval
+        beam = int(beam_size if beam_size is not None else ev.get("beam_size", 4))
+        max_new = int(max_new_tokens or ev.get("max_new_tokens", self.max_tgt + 1))
+        max_new = min(max_new, self.max_len - 1)
+        batch_size = int(ev.get("batch_size", 64))
+        device = next(model.parameters()).device
+        order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
+        out: list[str] = [""] * len(srcs)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            src, mask = pad_sequences([srcs[i] for i in idx], self.tok.pad_id)
+            src, mask = src.to(device), mask.to(device)
+            if beam > 1:
+                seqs = beam_search(model, src, max_new, src_padding_mask=mask, num_beams=beam,
+                                   length_penalty=float(ev.get("length_penalty", 0.6))).best()
+            else:
+                seqs = generate(model, src, max_new, src_padding_mask=mask).sequences()
+            for i, text in zip(idx, self.tok.decode_batch(seqs)):
+                out[i] = text.strip()
+        return out
+
+    def _scores(self, hyps: list[str], refs: list[str]) -> dict[str, float]:
+        if self.cfg.task == "translation":
+            return {"bleu": corpus_bleu(hyps, refs)}
+        if self.cfg.task == "summarization":
+            return rouge(hyps, refs)
+        return {"bleu1": bleu1(hyps, refs), "rougeL": rouge(hyps, refs, ("rougeL",))["rougeL"]}
+
+    def metrics(self, model: nn.Module, split: str = "test") -> dict[str, float]:
+        nll = self._nll(model, split)
+        rows, srcs = self._capped(split)
+        hyps = self.decode(model, srcs)
+        out = self._scores(hyps, [r["target"] for r in rows])
+        out.update({"loss": nll, "perplexity": perplexity(min(nll, 700.0)), "n_generated": len(hyps)})
+        return out
+
+    def baselines(self, split: str = "test") -> dict[str, float]:
+        rows, _ = self._capped(split)
+        scores = self._scores([r["source"] for r in rows], [r["target"] for r in rows])
+        return {f"copy_source_{k}": v for k, v in scores.items()}

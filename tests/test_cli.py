@@ -1,0 +1,164 @@
+"""The command line in-process (fast), plus `python -m synthesizer` and a 2-process torchrun smoke test."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+from synthesizer.cli import main
+from synthesizer.tasks import run_experiment
+from test_tasks_experiment import one_thread, tiny_config, write_data  # noqa: F401 (autouse fixture)
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    out = {}
+    for task, kind in (("lm", "lm"), ("translation", "mt"), ("classification", "cls")):
+        out[task] = root / task
+        run_experiment(tiny_config(task, write_data(root / f"data-{kind}", kind)), out[task], progress=False)
+    return out
+
+
+def write_config(path: Path, cfg) -> Path:
+    path.write_text(yaml.safe_dump(cfg.to_dict()))
+    return path
+
+
+@pytest.mark.parametrize("command", [[], ["train"], ["evaluate"], ["generate"], ["configs"]])
+def test_help_of_every_command(command, capsys):
+    code, out, _ = run_cli(command + ["--help"], capsys)
+    assert code == 0 and "usage: synthesizer" in out
+    if command == ["train"]:
+        assert all(opt in out for opt in ("--config", "--attention", "--out", "--resume", "--set"))
+    if command == ["generate"]:
+        assert all(opt in out for opt in ("--prompt", "--input", "--beam", "--sample", "--top-k", "--max-new-tokens"))
+
+
+def test_configs_lists_the_shipped_configs(capsys):
+    code, out, _ = run_cli(["configs"], capsys)
+    assert code == 0 and "lm-sotu-small" in out and "wmt14-ende-base" in out
+
+
+def test_train_from_the_command_line_with_overrides(tmp_path, capsys):
+    cfg = tiny_config("classification", write_data(tmp_path / "d", "cls"))
+    config = write_config(tmp_path / "c.yaml", cfg)
+    code, out, _ = run_cli(["train", "--config", str(config), "--attention", "random", "--out", str(tmp_path / "r"),
+                            "--set", "train.max_steps=2", "--set", "train.eval_every=0", "--quiet"], capsys)
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["attention"] == "random" and summary["steps"] == 2 and "accuracy" in summary["test"]
+    result = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert result["config"]["train"]["max_steps"] == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--attention", "banana"], "unknown attention kind 'banana'"),
+    (["--set", "model.d_modle=8"], "unknown config key model.'d_modle' (did you mean 'd_model'?)"),
+    (["--set", "task=parsing"], "unknown task 'parsing'; allowed: lm, translation"),
+])
+def test_bad_options_exit_2_with_one_clear_line(args, message, tmp_path, capsys):
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    code, out, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "r")] + args, capsys)
+    assert code == 2 and err.startswith("error: ") and message in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_missing_files_exit_2(tmp_path, capsys):
+    code, _, err = run_cli(["train", "--config", str(tmp_path / "none.yaml")], capsys)
+    assert code == 2 and "no such file and no shipped config" in err
+    data = write_data(tmp_path / "d", "mt")
+    config = write_config(tmp_path / "c.yaml", tiny_config("translation", {**data, "valid": str(tmp_path / "gone.tsv")}))
+    code, _, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "r")], capsys)
+    assert code == 2 and err.strip() == f"error: {tmp_path / 'gone.tsv'}: no such file"
+    code, _, err = run_cli(["evaluate", "--run", str(tmp_path)], capsys)
+    assert code == 2 and "not a run folder" in err
+
+
+def test_a_trained_run_is_never_overwritten(runs, capsys, tmp_path):
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    before = sorted(p.name for p in runs["lm"].iterdir())
+    code, _, err = run_cli(["train", "--config", str(config), "--out", str(runs["lm"])], capsys)
+    assert code == 2 and "already holds a trained run" in err and "--resume" in err
+    assert sorted(p.name for p in runs["lm"].iterdir()) == before
+
+
+def test_evaluate_prints_the_metrics(runs, capsys):
+    code, out, _ = run_cli(["evaluate", "--run", str(runs["lm"]), "--split", "valid"], capsys)
+    assert code == 0 and json.loads(out)["perplexity"] > 1
+
+
+def test_generate_from_trained_runs(runs, tmp_path, capsys):
+    code, out, _ = run_cli(["generate", "--run", str(runs["lm"]), "--prompt", "the cat", "--max-new-tokens", "5"], capsys)
+    assert code == 0 and out.startswith("the cat") and len(out.splitlines()) == 1
+    code, out, _ = run_cli(["generate", "--run", str(runs["lm"]), "--prompt", "the", "--sample", "--top-k", "5",
+                            "--top-p", "0.9", "--temperature", "0.8", "--max-new-tokens", "4"], capsys)
+    assert code == 0 and out.startswith("the")
+    inputs = tmp_path / "in.txt"
+    inputs.write_text("the cat sat\na red house\n")
+    code, out, _ = run_cli(["generate", "--run", str(runs["translation"]), "--input", str(inputs), "--beam", "2",
+                            "--max-new-tokens", "8"], capsys)
+    assert code == 0 and len(out.splitlines()) == 2
+    code, out, _ = run_cli(["generate", "--run", str(runs["classification"]), "--prompt", "a dog\tthe cat"], capsys)
+    label, prob = out.split("\t")
+    assert code == 0 and label in ("no", "yes") and 0.5 <= float(prob) <= 1
+    code, _, err = run_cli(["generate", "--run", str(runs["lm"]), "--prompt", "x", "--max-new-tokens", "500"], capsys)
+    assert code == 2 and "exceeds max_len=32" in err
+
+
+def test_bench_and_compare_forward_the_rest_of_the_command_line(monkeypatch, capsys):
+    seen = {}
+    fake = types.ModuleType("synthesizer.report.compare")
+    fake.main = lambda argv: seen.setdefault("compare", argv) and 0
+    monkeypatch.setitem(sys.modules, "synthesizer.report.compare", fake)
+    code, _, _ = run_cli(["compare", "runs/a", "--out", "x"], capsys)
+    assert code == 0 and seen["compare"] == ["runs/a", "--out", "x"]
+    import synthesizer.bench.__main__ as bench
+    monkeypatch.setattr(bench, "main", lambda argv: seen.setdefault("bench", argv))
+    assert run_cli(["bench", "attention", "--n", "64"], capsys)[0] == 0 and seen["bench"] == ["attention", "--n", "64"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_python_dash_m_reports_errors_with_exit_code_2():
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "synthesizer", "train", "--config", "lm-sotu-small",
+                           "--attention", "nope"], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: unknown attention kind 'nope'")
+
+
+# two fresh interpreters plus the launcher take 20-45 s on 2 cores, over this file's time budget
+@pytest.mark.skipif(not os.environ.get("SYNTHESIZER_TEST_TORCHRUN"), reason="set SYNTHESIZER_TEST_TORCHRUN=1 to run")
+def test_torchrun_with_two_processes_trains_and_only_rank_0_reports(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    config = write_config(tmp_path / "c.yaml", tiny_config("translation", write_data(tmp_path / "d", "mt")))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+           "--master_addr", "127.0.0.1", "--master_port", str(_free_port()), "-m", "synthesizer", "train",
+           "--config", str(config), "--out", str(tmp_path / "ddp"), "--quiet"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count('"task": "translation"') == 1  # only rank 0 reports
+    result = json.loads((tmp_path / "ddp" / "result.json").read_text())
+    assert result["steps"] == 4 and "bleu" in result["test_metrics"]
+    import torch
+    state = torch.load(tmp_path / "ddp" / "last" / "trainer_state.pt", weights_only=True)
+    assert state["extra"]["world_size"] == 2

@@ -1,0 +1,71 @@
+import pytest
+
+from synthesizer.tasks.config import ExperimentConfig, apply_override, resolve_config, shipped_configs
+
+BASE = {"task": "lm", "data": {"corpus": "sotu"}, "model": {"d_model": 32, "n_heads": 2}, "train": {"max_steps": 5}}
+
+SMALL = ["lm-sotu-small", "mt-bible-small", "mt-libreoffice-small", "summarization-debian-small",
+         "dialogue-chitchat-small", "cls-rotten-small", "cls-spam-small"]
+FULL = ["wmt14-ende-base", "wmt14-enfr-base", "lm1b-base", "cnndm-base", "personachat-base", "glue-base"]
+
+
+def test_every_shipped_config_loads_and_round_trips():
+    configs = shipped_configs()
+    assert set(SMALL + FULL) <= set(configs)
+    for name in configs:
+        cfg = ExperimentConfig.from_file(name)
+        assert ExperimentConfig(**cfg.to_dict()) == cfg
+    base = ExperimentConfig.from_file("wmt14-ende-base")
+    assert (base.model["d_model"], base.model["n_heads"], base.model["n_layers"], base.model["d_ff"]) == (512, 8, 6, 2048)
+
+
+def test_overrides_from_the_command_line_are_typed(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("task: lm\ndata: {corpus: sotu}\ntrain: {max_steps: 5, lr: 1e-3}\n")
+    cfg = ExperimentConfig.from_file(path, ["model.d_model=64", "train.lr=3e-4", "train.clip_norm=null",
+                                            "model.attention=random+vanilla", "seed=7", "batch.block_size=32"])
+    assert cfg.train["lr"] == pytest.approx(3e-4) and cfg.train["clip_norm"] is None
+    assert cfg.model == {"d_model": 64, "attention": "random+vanilla"}
+    assert cfg.seed == 7 and cfg.batch["block_size"] == 32
+    assert ExperimentConfig.from_file(path).train["lr"] == pytest.approx(1e-3)  # YAML 1.1 "1e-3" is a string
+    assert cfg.with_attention("R+V").model["attention"] == "random+vanilla"
+
+
+@pytest.mark.parametrize("override, words", [
+    ("model.d_modle=64", ["model.'d_modle'", "did you mean 'd_model'", "allowed keys"]),
+    ("trian.max_steps=3", ["'trian'", "did you mean 'train'"]),
+    ("train.foo=1", ["train.'foo'", "max_steps"]),
+    ("model.vocab_size=100", ["model.'vocab_size'"]),
+    ("model.attention=banana", ["unknown attention kind 'banana'", "vanilla"]),
+    ("task=parsing", ["unknown task 'parsing'", "translation"]),
+    ("batch.block_size=9999", ["batch.block_size=9999", "model.max_len=512"]),
+    ("train.label_smoothing=1.5", ["label_smoothing"]),
+    ("data.columns.txt=x", ["data.columns.'txt'", "text_column"]),
+])
+def test_bad_keys_and_values_name_the_option_and_the_allowed_values(override, words):
+    with pytest.raises(ValueError) as err:
+        ExperimentConfig.from_dict(BASE, [override])
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_data_needs_exactly_one_source_and_all_local_splits():
+    with pytest.raises(ValueError, match="exactly one of"):
+        ExperimentConfig.from_dict({**BASE, "data": {"corpus": "sotu", "hub": "lm1b"}})
+    with pytest.raises(ValueError, match="data.test is missing"):
+        ExperimentConfig.from_dict({**BASE, "data": {"train": "a.txt", "valid": "b.txt"}})
+
+
+def test_file_errors_name_the_file_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("task: lm\ndata: {corpus: sotu\n")
+    with pytest.raises(ValueError, match=r"bad.yaml:\d+: invalid YAML"):
+        ExperimentConfig.from_file(bad)
+    unknown = tmp_path / "u.yaml"
+    unknown.write_text("task: lm\ndata: {corpus: sotu}\noptimizer: adam\n")
+    with pytest.raises(ValueError, match=r"u.yaml: unknown config key 'optimizer'"):
+        ExperimentConfig.from_file(unknown)
+    with pytest.raises(ValueError, match="shipped configs: .*lm-sotu-small"):
+        resolve_config("no-such-config")
+    with pytest.raises(ValueError, match="key.sub=value"):
+        apply_override({}, "train.max_steps")

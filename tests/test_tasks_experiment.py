@@ -1,0 +1,195 @@
+"""Each task family end to end on tiny data: a few steps, metrics, result.json schema, resume, loading."""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from synthesizer.data.records import DataError
+from synthesizer.tasks import ExperimentConfig, load_trained, run_experiment
+from synthesizer.tasks.experiment import LMTask, evaluate_run
+
+WORDS = "the cat sat on a mat and dog ran to big red house".split()
+RESULT_KEYS = {"task", "data", "attention", "seed", "config", "test_metrics", "valid_metrics", "baselines",
+               "primary_metric", "higher_is_better", "curve", "mixture_weights", "components", "params",
+               "train_time_s", "train_tokens_per_s", "steps", "checkpoint", "log", "diverged"}
+TINY_MODEL = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 32, "dropout": 0.0}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7)))
+
+
+def write_data(folder: Path, kind: str, n: int = 60) -> dict:
+    """Tiny train/valid/test files: "lm" (.txt), "mt" (reverse the words) or "cls" (pairs: does b contain cat?)."""
+    rng = random.Random(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for split, count in (("train", n), ("valid", n // 4), ("test", n // 4)):
+        if kind == "lm":
+            text = "\n\n".join(f"= doc {i} =\n" + " ".join(sentence(rng) + "." for _ in range(4)) for i in range(count // 5))
+            path = folder / f"{split}.txt"
+        elif kind == "mt":
+            rows = [sentence(rng) for _ in range(count)]
+            text = "\n".join(f"{r}\t{' '.join(reversed(r.split()))}" for r in rows)
+            path = folder / f"{split}.tsv"
+        else:
+            rows = [(sentence(rng), sentence(rng)) for _ in range(count)]
+            text = "\n".join(f"{'yes' if 'cat' in b else 'no'}\t{a}\t{b}" for a, b in rows)
+            path = folder / f"{split}.tsv"
+        path.write_text(text + "\n")
+        paths[split] = str(path)
+    return paths
+
+
+def tiny_config(task: str, data: dict, attention: str = "vanilla", **sections) -> ExperimentConfig:
+    cfg = {"task": task, "data": data, "model": {**TINY_MODEL, "attention": attention},
+           "train": {"max_steps": 4, "eval_every": 2, "log_every": 1, "lr": 3e-3},
+           "tokenizer": {"vocab_size": 300}, "batch": {"max_tokens": 128, "block_size": 16},
+           "eval": {"beam_size": 2, "max_eval_examples": 4, "max_new_tokens": 12}}
+    for name, values in sections.items():
+        cfg[name] = {**cfg.get(name, {}), **values}
+    return ExperimentConfig.from_dict(cfg)
+
+
+def check_result(result: dict, out: Path, task: str, metrics: set) -> None:
+    assert RESULT_KEYS <= set(result)
+    assert json.loads((out / "result.json").read_text()) == result
+    assert result["task"] == task and not result["diverged"]
+    assert metrics <= set(result["test_metrics"])
+    assert all(isinstance(v, float) for k, v in result["test_metrics"].items() if k in metrics)
+    assert [p["step"] for p in result["curve"]] == [2, 4]
+    assert all("train_loss" in p and "valid_loss" in p for p in result["curve"])
+    assert result["params"]["total"] == sum(result["params"]["by_component"].values())
+    assert result["train_time_s"] > 0 and result["train_tokens_per_s"] > 0 and result["steps"] == 4
+    assert Path(result["checkpoint"]).name in ("best", "last") and (out / "tokenizer" / "tokenizer.json").is_file()
+
+
+def test_language_model_with_a_mixture_logs_weights_and_resumes(tmp_path):
+    out = tmp_path / "lm"
+    cfg = tiny_config("lm", write_data(tmp_path / "d", "lm"), "random+vanilla")
+    result = run_experiment(cfg, out, progress=False)
+    check_result(result, out, "lm", {"perplexity", "bits_per_token"})
+    assert result["primary_metric"] == "perplexity" and result["higher_is_better"] is False
+    assert result["components"] == ["random", "vanilla"]
+    assert result["params"]["attention_logits"] == (result["params"]["by_component"]["attention.random"]
+                                                    + result["params"]["by_component"]["attention.vanilla"])
+    history = result["mixture_weights"]
+    assert [h["step"] for h in history] == [2, 4]
+    assert len(history[0]["layers"]) == 1 and sum(history[0]["layers"][0]) == pytest.approx(1.0, abs=1e-4)
+    base = result["baselines"]["unigram_perplexity"]
+    assert 1 < base < 300 and result["test_metrics"]["perplexity"] > 1
+
+    tokenizer_bytes = (out / "tokenizer" / "tokenizer.json").read_bytes()
+    with pytest.raises(ValueError, match="already holds a trained run"):
+        run_experiment(cfg, out, progress=False)
+    more = ExperimentConfig.from_dict({**cfg.to_dict(), "train": {**cfg.train, "max_steps": 6}})
+    resumed = run_experiment(more, out, resume=True, progress=False)
+    assert resumed["steps"] == 6 and [p["step"] for p in resumed["curve"]] == [2, 4, 6]
+    assert (out / "tokenizer" / "tokenizer.json").read_bytes() == tokenizer_bytes
+
+    changed = ExperimentConfig.from_dict({**more.to_dict(), "model": {**more.model, "d_model": 32}})
+    with pytest.raises(ValueError, match="model"):
+        run_experiment(changed, out, resume=True, progress=False)
+
+    model, tok, loaded = load_trained(out)
+    assert loaded == more and not model.training and tok.vocab_size == model.config.vocab_size
+    again = evaluate_run(out, "test")
+    assert again["perplexity"] == pytest.approx(resumed["test_metrics"]["perplexity"], rel=1e-5)
+
+
+def test_translation_beam_search_bleu_and_copy_baseline(tmp_path):
+    out = tmp_path / "mt"
+    cfg = tiny_config("translation", write_data(tmp_path / "d", "mt"), "random")
+    result = run_experiment(cfg, out, progress=False)
+    check_result(result, out, "translation", {"bleu", "loss", "perplexity"})
+    assert result["primary_metric"] == "bleu" and result["higher_is_better"] is True
+    assert result["test_metrics"]["n_generated"] == 4 and "bleu" in result["valid_metrics"]
+    assert "copy_source_bleu" in result["baselines"] and result["mixture_weights"] == []
+
+
+def test_classification_of_text_pairs(tmp_path):
+    out = tmp_path / "cls"
+    cfg = tiny_config("classification", write_data(tmp_path / "d", "cls"), "dense")
+    result = run_experiment(cfg, out, progress=False)
+    check_result(result, out, "classification", {"accuracy", "f1", "mcc"})
+    assert 0.5 <= result["baselines"]["majority_accuracy"] <= 1
+    assert json.loads((out / "labels.json").read_text()) == {"labels": ["no", "yes"]}
+    model, _, _ = load_trained(out)
+    assert model.config.n_classes == 2
+
+
+def test_divergence_is_reported_not_raised(tmp_path, monkeypatch):
+    calls = {"n": 0}
+    original = LMTask.step_fn
+
+    def exploding(self, model, batch):
+        loss, n = original(self, model, batch)
+        calls["n"] += 1
+        return (loss * float("nan"), n) if calls["n"] > 2 else (loss, n)
+
+    monkeypatch.setattr(LMTask, "step_fn", exploding)
+    out = tmp_path / "nan"
+    with pytest.warns(UserWarning, match="diverged"):
+        result = run_experiment(tiny_config("lm", write_data(tmp_path / "d", "lm")), out, progress=False)
+    assert result["diverged"] is True and result["steps"] == 2
+    assert Path(result["checkpoint"]).name == "best" and "perplexity" in result["test_metrics"]
+
+
+def test_too_long_sequences_error_unless_truncation_was_chosen(tmp_path):
+    data = write_data(tmp_path / "d", "mt")
+    long = " ".join(["house"] * 40)
+    Path(data["train"]).write_text(Path(data["train"]).read_text() + f"{long}\t{long}\n")
+    with pytest.raises(DataError, match=r"split 'train' example 61 .* source: \d+ tokens.*on_too_long=truncate"):
+        run_experiment(tiny_config("translation", data), tmp_path / "a", progress=False)
+    cfg = tiny_config("translation", data, model={"on_too_long": "truncate"}, train={"max_steps": 1, "eval_every": 0})
+    with pytest.warns(UserWarning, match="truncated"):
+        assert run_experiment(cfg, tmp_path / "b", progress=False)["steps"] == 1
+
+
+def test_data_errors_name_the_file(tmp_path):
+    data = write_data(tmp_path / "d", "mt")
+    Path(data["valid"]).write_text("")
+    with pytest.raises(DataError, match=r"valid.tsv: empty split"):
+        run_experiment(tiny_config("translation", data), tmp_path / "a", progress=False)
+    Path(data["valid"]).write_text("only one field\n")
+    with pytest.raises(DataError, match=r"valid.tsv:1: expected 2 tab-separated fields"):
+        run_experiment(tiny_config("translation", data), tmp_path / "a", progress=False)
+    with pytest.raises(DataError, match="no such file"):
+        run_experiment(tiny_config("translation", {**data, "test": str(tmp_path / "nope.tsv")}), tmp_path / "a",
+                       progress=False)
+    with pytest.raises(ValueError, match="is a lm corpus but task is 'translation'"):
+        run_experiment(tiny_config("translation", {"corpus": "sotu"}), tmp_path / "a", progress=False)
+
+
+@pytest.mark.parametrize("task, metrics", [("summarization", {"rouge1", "rouge2", "rougeL"}),
+                                           ("dialogue", {"bleu1", "rougeL", "perplexity"})])
+def test_summarization_and_dialogue_metrics(task, metrics, tmp_path):
+    cfg = tiny_config(task, write_data(tmp_path / "d", "mt"), train={"max_steps": 1, "eval_every": 0},
+                      eval={"beam_size": 1})
+    result = run_experiment(cfg, tmp_path / "r", progress=False)
+    assert metrics <= set(result["test_metrics"]) and result["primary_metric"] in metrics
+    assert {f"copy_source_{m}" for m in metrics if m != "perplexity"} == set(result["baselines"])
+
+
+def test_regression_on_numeric_labels(tmp_path):
+    data = write_data(tmp_path / "d", "cls")
+    for path in data.values():  # labels yes/no -> 1.0/0.0
+        rows = Path(path).read_text().replace("yes\t", "1.0\t").replace("no\t", "0.0\t")
+        Path(path).write_text(rows)
+    result = run_experiment(tiny_config("regression", data, train={"max_steps": 2, "eval_every": 0}),
+                            tmp_path / "r", progress=False)
+    assert {"pearson", "spearman", "mse"} <= set(result["test_metrics"])
+    assert result["primary_metric"] == "pearson" and "train_mean_mse" in result["baselines"]
+    model, _, _ = load_trained(tmp_path / "r")
+    assert model.config.n_classes == 1
