@@ -1,0 +1,76 @@
+"""The learned attention of a trained model, as numbers for heatmaps (stored in results.json).
+
+For every :class:`SynthesizerAttention` layer: when all its components are input-independent
+(``random``, ``fixed_random``, ``factorized_random``) the map is ``softmax(R)`` itself (with the
+layer's causal mask), the same for every input; otherwise it is the layer's attention weights on a
+fixed sample sentence, read at that layer's real input (captured with a forward pre-hook while the
+whole model runs). Maps are cut to the first ``n`` positions and rounded, to keep the JSON small.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+from torch import nn
+
+from ..attention.kinds import INPUT_INDEPENDENT
+from ..attention.synthesizer import SynthesizerAttention
+
+SAMPLE_TEXT = ("The state of our union is strong, and the work of the people goes on. We will build new roads "
+               "and schools, and we will keep faith with the men and women who serve this country.")
+
+
+def synthesizer_layers(model: nn.Module) -> list[tuple[str, SynthesizerAttention]]:
+    return [(name, m) for name, m in model.named_modules() if isinstance(m, SynthesizerAttention)]
+
+
+@torch.no_grad()
+def attention_maps(model: nn.Module, token_ids: list[int], n: int = 24, digits: int = 3) -> list[dict]:
+    """Per Synthesizer layer: ``{"layer", "kind", "source", "tokens", "heads": [H][n][n]}``.
+
+    ``token_ids``: the sample input (cut to ``n`` and to every layer's ``max_len``). The model is run
+    once on it (an encoder-decoder gets it as source and as decoder input).
+    """
+    layers = synthesizer_layers(model)
+    if not layers:
+        return []
+    n = max(1, min(n, len(token_ids), *(m.max_len for _, m in layers)))
+    ids = torch.tensor([token_ids[:n]], dtype=torch.long)
+    inputs: dict[str, torch.Tensor] = {}
+
+    def keep(name):
+        def hook(module, args, kwargs):
+            inputs[name] = args[0] if args else kwargs["x"]
+        return hook
+
+    handles = [m.register_forward_pre_hook(keep(name), with_kwargs=True) for name, m in layers]
+    was_training = model.training
+    model.eval()
+    try:
+        if "tgt_in" in inspect.signature(model.forward).parameters:
+            model(ids, ids)
+        else:
+            model(ids)
+    finally:
+        for h in handles:
+            h.remove()
+        model.train(was_training)
+
+    maps = []
+    for name, layer in layers:
+        fixed = set(layer.components) <= INPUT_INDEPENDENT
+        x = inputs.get(name)
+        if x is None:  # a layer the forward pass skipped (e.g. a decoder run without targets)
+            continue
+        probs = layer.attention_weights(x[:1, :n])[0]
+        maps.append({"layer": name, "kind": layer.kind,
+                     "source": "softmax(R), the same for every input" if fixed else "sample input",
+                     "heads": [[[round(float(v), digits) for v in row] for row in head] for head in probs]})
+    return maps
+
+
+def run_attention_maps(run_dir, load_trained, n: int = 24) -> list[dict]:
+    """Load the best checkpoint of ``run_dir`` with ``load_trained`` and return its attention maps."""
+    model, tokenizer, _ = load_trained(run_dir)
+    return attention_maps(model, tokenizer.encode(SAMPLE_TEXT), n=n)

@@ -1,0 +1,272 @@
+"""`synthesizer compare`: train a list of attention kinds on a preset's tasks, then write the report.
+
+    synthesizer compare --preset lm [--size quick|full] [--kinds ...] [--baselines linformer ...]
+                        [--seeds N] [--out DIR] [--steps N] [--set key=value ...]
+    synthesizer compare --render DIR [DIR ...] [--out DIR]
+
+Runs live in ``OUT/runs/<task>-<data>/<kind>/seed<k>/``. A run whose ``result.json`` exists is
+read back, not retrained; a folder left by an interrupted run is resumed (``run_experiment(resume=True)``),
+so running the same command again finishes an interrupted comparison. ``OUT/results.json`` is
+updated after every run; ``OUT/report.md``, ``OUT/report.html`` and the PNGs are written at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from .attention_maps import run_attention_maps
+from .claims import evaluate_claims
+from .document import build_report
+from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, steps_overrides, task_overrides
+from .results import FILENAME, empty_results, load_results, merge_results, put_run, save_results
+from .tables import build_groups, group_key, speed_unit, table_rows, text_table
+
+
+def data_name(cfg) -> str:
+    """The name a run's data goes by (the built-in corpus, hub id or file stem), as run_experiment reports it."""
+    d = cfg.data
+    if "corpus" in d:
+        return d["corpus"]
+    if "hub" in d:
+        return str(d["hub"])
+    return d.get("name") or Path(d["train"]).name.split(".")[0]
+
+
+def check_kinds(kinds: list[str]) -> list[str]:
+    """Canonical, de-duplicated kinds; ValueError naming a bad one and the allowed kinds."""
+    from ..attention.factory import check_kind
+
+    out = []
+    for kind in kinds:
+        name = check_kind(kind)
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def _split_list(values: list[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    return [v for item in values for v in item.split(",") if v.strip()]
+
+
+def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = None,
+                   baselines: list[str] | None = None, seeds: int = 1, out: str | Path | None = None,
+                   steps: int | None = None, overrides: list[str] = (), *, heatmaps: bool = True, command: str = "",
+                   run_fn: Callable | None = None, config_fn: Callable | None = None, load_fn: Callable | None = None,
+                   log: Callable[[str], None] = print) -> dict:
+    """Train every (task, kind, seed) of the comparison that is not finished yet, then write the report.
+
+    ``run_fn(cfg, out_dir, resume=..., progress=...) -> result dict``, ``config_fn(name, overrides) ->
+    ExperimentConfig`` and ``load_fn(run_dir) -> (model, tokenizer, cfg)`` default to the experiment
+    runner's; tests pass fakes. Returns the results dict (also saved as ``OUT/results.json``).
+    """
+    if run_fn is None or config_fn is None or load_fn is None:
+        from ..tasks.config import ExperimentConfig
+        from ..tasks.experiment import load_trained, run_experiment
+
+        run_fn = run_fn or run_experiment
+        config_fn = config_fn or ExperimentConfig.from_file
+        load_fn = load_fn or load_trained
+    spec = get_preset(preset)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"--seeds must be a positive integer, got {seeds!r}")
+    kinds = check_kinds(list(kinds or DEFAULT_KINDS) + list(spec.baselines if baselines is None else baselines))
+    extra = steps_overrides(steps) if steps is not None else []
+    tasks = [(t, config_fn(t.config, [*task_overrides(t, size), *extra, *overrides])) for t in spec.tasks]
+    out = Path(out or f"runs/compare-{preset}-{size}")
+    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+
+    results = load_results(out) if (out / FILENAME).exists() else empty_results()
+    if preset not in results["presets"]:
+        results["presets"].append(preset)
+    results["size"] = size
+    if command and command not in results["commands"]:
+        results["commands"].append(command)
+
+    plan = [(t, cfg, kind, seed) for seed in range(seeds) for t, cfg in tasks for kind in kinds]
+    interrupted = False
+    try:
+        for i, (task, base, kind, seed) in enumerate(plan, 1):
+            key = group_key(base.task, data_name(base))
+            results["labels"][key] = task.label
+            run_dir = out / "runs" / key / kind / f"seed{seed}"
+            where = f"[{i}/{len(plan)}] {key} {kind} seed{seed}"
+            record, took = _run_one(base, kind, seed, run_dir, run_fn)
+            if record is None:
+                log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
+                interrupted = True
+                break
+            record.setdefault("task", base.task)
+            record.setdefault("data", data_name(base))
+            record["run_dir"] = str(run_dir.relative_to(out))
+            if took and hasattr(os, "getloadavg"):  # how busy the machine was: timings are only as good as this
+                record["load_average_1min"] = round(os.getloadavg()[0], 2)
+            speed = window_speed(run_dir / "log.jsonl")
+            if speed is not None:
+                record["train_tokens_per_s_median"] = speed
+            put_run(results, record)
+            save_results(results, out)
+            log(f"{where}: {_summary(record, took)}")
+    except KeyboardInterrupt:
+        log("interrupted; run the same command again to continue with the runs still missing")
+        raise
+    finally:
+        elapsed = time.perf_counter() - t0
+        results["wall_time_s"] = float(results.get("wall_time_s") or 0.0) + elapsed
+        results["sessions"].append({"started": started.isoformat(timespec="seconds"),
+                                    "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                    "wall_time_s": round(elapsed, 1)})
+        save_results(results, out)
+    if interrupted:
+        return results
+
+    if heatmaps:
+        _add_attention_maps(results, out, load_fn, log)
+        save_results(results, out)
+    md, page = build_report(results, out)
+    print_tables(results, log)
+    log(f"report: {md} and {page}; raw numbers: {out / FILENAME}")
+    return results
+
+
+def window_speed(log_path: Path) -> float | None:
+    """Median training tokens/s over the log's windows (one per ``log_every`` steps).
+
+    The runner's ``train_tokens_per_s`` divides by wall time that includes the evaluations and
+    checkpoint saves falling inside a logging window; the median over windows is robust to those few
+    windows, so variants are compared on training speed alone.
+    """
+    if not log_path.is_file():
+        return None
+    speeds = []
+    for line in log_path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if rec.get("kind") == "train" and isinstance(rec.get("tokens_per_s"), (int, float)):
+            speeds.append(float(rec["tokens_per_s"]))
+    return statistics.median(speeds) if speeds else None
+
+
+def _run_one(cfg, kind: str, seed: int, run_dir: Path, run_fn: Callable) -> tuple[dict | None, float]:
+    """(result record, seconds) of one run: read back if finished, else trained (or resumed)."""
+    done = run_dir / "result.json"
+    if done.exists():
+        return json.loads(done.read_text(encoding="utf-8")), 0.0
+    t0 = time.perf_counter()
+    resume = run_dir.is_dir() and any(run_dir.iterdir())
+    run_cfg = dataclasses.replace(cfg.with_attention(kind), seed=seed)
+    try:
+        result = run_fn(run_cfg, run_dir, resume=resume, progress=False)
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # one broken variant must not stop the comparison; the report lists it
+        return {"task": cfg.task, "data": data_name(cfg), "attention": kind, "seed": seed,
+                "error": f"{type(e).__name__}: {e}"}, time.perf_counter() - t0
+    if "test_metrics" not in result:  # stopped by a signal: the checkpoint is there, resume next time
+        return None, time.perf_counter() - t0
+    return result, time.perf_counter() - t0
+
+
+def _summary(record: dict, took: float) -> str:
+    if "error" in record:
+        return f"FAILED: {record['error']}"
+    metric = record.get("primary_metric", "")
+    value = (record.get("test_metrics") or {}).get(metric)
+    text = f"test {metric} {'n/a' if value is None else f'{value:.4g}'}"
+    if record.get("diverged"):
+        text += " (DIVERGED)"
+    speed = record.get("train_tokens_per_s_median", record.get("train_tokens_per_s")) or 0.0
+    text += f", {speed:,.0f} {speed_unit(record.get('task', ''))}/s, trained {record.get('train_time_s') or 0:.0f} s"
+    return text + (f", {took:.0f} s in all" if took else " (done earlier)")
+
+
+def _add_attention_maps(results: dict, out: Path, load_fn: Callable, log: Callable[[str], None]) -> None:
+    """Attention maps of the first seed of every kind that trained, once (kept in results.json)."""
+    for run in sorted(results["runs"], key=lambda r: r.get("seed", 0)):
+        if "error" in run or "run_dir" not in run:
+            continue
+        maps = results["attention"].setdefault(group_key(run["task"], run["data"]), {})
+        if run["attention"] in maps:
+            continue
+        try:
+            maps[run["attention"]] = run_attention_maps(out / run["run_dir"], load_fn)
+        except Exception as e:  # a missing checkpoint only costs the heatmap
+            log(f"no attention maps for {run['attention']} ({run['run_dir']}): {type(e).__name__}: {e}")
+            maps[run["attention"]] = []
+
+
+def print_tables(results: dict, log: Callable[[str], None] = print) -> None:
+    groups = build_groups(results["runs"])
+    for group in groups:
+        log("")
+        log(f"{results['labels'].get(group.key, group.key)} [{group.key}]")
+        log(text_table(*table_rows(group)))
+    log("")
+    for v in evaluate_claims(groups):
+        log(f"claim {v.number}: {v.verdict}")
+
+
+def render(folders: list[str], out: str | None = None, log: Callable[[str], None] = print, command: str = "") -> dict:
+    """Merge the results.json of ``folders`` and write the report into ``out`` (default: the first folder)."""
+    results = merge_results([load_results(f) for f in folders])
+    if command and command not in results["commands"]:
+        results["commands"].append(command)
+    target = Path(out or folders[0])
+    md, page = build_report(results, target)
+    print_tables(results, log)
+    log(f"report: {md} and {page}")
+    return results
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="synthesizer compare", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), help="the experiment family to run")
+    p.add_argument("--size", choices=SIZES, default="quick", help="quick (about 10 minutes on 2 cores) or full")
+    p.add_argument("--kinds", nargs="+", metavar="KIND",
+                   help=f"attention kinds to train (default: {' '.join(DEFAULT_KINDS)})")
+    p.add_argument("--baselines", nargs="*", metavar="NAME",
+                   help="baselines to train as well (linformer, lightconv, dynamicconv; default: the preset's)")
+    p.add_argument("--seeds", type=int, default=1, help="seeds per variant (0..N-1)")
+    p.add_argument("--out", help="comparison folder (default: runs/compare-<preset>-<size>)")
+    p.add_argument("--steps", type=int, help="training steps per run (scales eval/warm-up to fit)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override for every run, e.g. train.lr=1e-3 (repeatable)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="CPU threads for torch (default: torch's choice; 1 is faster on a busy machine)")
+    p.add_argument("--no-heatmaps", action="store_true", help="skip loading checkpoints for attention heatmaps")
+    p.add_argument("--render", nargs="+", metavar="DIR", help="only re-render (and merge) existing results")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser().parse_args(argv)
+    if args.render:
+        render(args.render, args.out, command="synthesizer compare " + shlex.join(argv))
+        return 0
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        import torch
+
+        torch.set_num_threads(args.threads)
+    if not args.preset:
+        raise ValueError(f"give --preset (one of {', '.join(sorted(PRESETS))}) or --render DIR")
+    results = run_comparison(args.preset, args.size, _split_list(args.kinds), _split_list(args.baselines), args.seeds,
+                      args.out, args.steps, args.overrides, heatmaps=not args.no_heatmaps,
+                      command="synthesizer compare " + shlex.join(argv))
+    return 0 if results["runs"] else 1

@@ -1,0 +1,140 @@
+"""Assemble the comparison report from a results dict: tables, claims, plots, then markdown + HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from . import plots
+from .claims import CANNOT_TELL, CONTRADICTS, SINGLE_SEED_TOLERANCE, SPEED_TOLERANCE, SUPPORTS, Verdict, evaluate_claims
+from .render import Block, write_report
+from .results import save_results
+from .tables import Group, build_groups, group_key, table_rows
+
+_MARK = {SUPPORTS: "supports", CONTRADICTS: "contradicts", CANNOT_TELL: "cannot tell"}
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text.replace("+", "-plus-")).strip("-")
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def _header(results: dict) -> list[Block]:
+    presets = ", ".join(results.get("presets") or ["(runs given)"])
+    m = results.get("machine", {})
+    machine = f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, torch {m.get('torch', '?')} ({m.get('torch_threads', '?')} threads)"
+    if m.get("gpu"):
+        machine += f", GPU {m['gpu']}"
+    seeds = sorted({int(r.get("seed", 0)) for r in results["runs"]})
+    blocks: list[Block] = [("h1", f"Synthesizer comparison: {presets} ({results.get('size') or 'custom'} size)")]
+    items = [f"command: `{c}`" for c in results.get("commands", [])]
+    items += [f"machine: {machine}",
+              f"wall time: {_minutes(results.get('wall_time_s', 0.0))} in all (every invocation of the command, "
+              "including data loading, tokenizer training and evaluation)",
+              f"seeds: {', '.join(map(str, seeds)) or 'none'}"]
+    loads = [r["load_average_1min"] for r in results["runs"] if r.get("load_average_1min") is not None]
+    if loads:
+        items.append(f"machine load (1-minute load average at the end of each run): {min(loads):.1f} to "
+                     f"{max(loads):.1f} on {m.get('cores', '?')} cores; speeds of runs made under different loads "
+                     "are not comparable")
+    if results.get("sessions"):
+        items.append(f"finished: {results['sessions'][-1].get('finished', '?')}")
+    blocks.append(("list", items))
+    blocks.append(("p", "Every variant of a task trains with the same data, tokenizer, model size, step budget and "
+                        "seeds; only the attention differs. Test metrics come from the checkpoint with the best "
+                        "validation score. Numbers are mean ± sample std over seeds (no ± with one seed); ×r is the "
+                        "ratio to vanilla; Δ is the metric's relative difference to vanilla. Status: **ok**; "
+                        "**at chance** (no better than the trivial predictor named under the table); **diverged** "
+                        "(NaN/inf training loss; its metric is left out); **failed** (the run raised an error, "
+                        "listed below the table). Train speed: the median over logging windows of the units trained per "
+                        "second (tokens for lm, target tokens for seq2seq, examples for classification), so evaluation "
+                        "pauses do not count; train time includes them. Timings were measured on a shared machine: "
+                        "expect noise."))
+    return blocks
+
+
+def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder: Path) -> list[Block]:
+    blocks: list[Block] = [("h2", f"{label} — `{group.key}`" if label else f"`{group.key}`")]
+    config = next((r["config"] for r in runs if r.get("config")), None)
+    if config:
+        shown = {k: v for k, v in config.items() if k not in ("seed",)}
+        shown["model"] = {k: v for k, v in config.get("model", {}).items() if k != "attention"}
+        blocks.append(("p", "Setup shared by every variant: "
+                            + "; ".join(f"{k} `{json.dumps(v, sort_keys=True)}`" for k, v in shown.items() if v) + "."))
+    header, rows = table_rows(group)
+    blocks.append(("table", header, rows))
+    notes = []
+    if group.chance:
+        notes.append(f"At chance means: {group.chance['why']}.")
+    baselines = next((r["baselines"] for r in runs if r.get("baselines")), {})
+    if baselines:
+        notes.append("Trivial predictors on the same test data: "
+                     + ", ".join(f"{k} {v:.4g}" for k, v in baselines.items()) + ".")
+    steps = sorted({r.steps for r in group.rows if r.steps is not None})
+    if steps:
+        notes.append(f"Training steps: {', '.join(map(str, steps))}.")
+    if notes:
+        blocks.append(("p", " ".join(notes)))
+    others = sorted({m for r in group.rows for m in r.other_metrics})
+    if others:
+        cells = [[r.kind] + ["n/a" if r.other_metrics.get(m) is None else f"{r.other_metrics[m]:.4g}" for m in others]
+                 for r in group.rows]
+        blocks += [("p", "Other test metrics (mean over seeds):"), ("table", ["attention", *others], cells)]
+    errors = [f"{r.kind}: {e}" for r in group.rows for e in r.errors]
+    if errors:
+        blocks += [("p", "**Failed runs:**"), ("list", errors)]
+
+    figures = [(plots.plot_curves(group, runs, folder / f"{slug(group.key)}-curves.png"),
+                "Validation curves of every variant (all seeds)."),
+               (plots.plot_metric_vs_speed(group, folder / f"{slug(group.key)}-speed.png"),
+                "Test metric against training speed (error bars: std over seeds)."),
+               (plots.plot_mixture_weights(group, runs, folder / f"{slug(group.key)}-mixtures.png"),
+                "Mixture weights softmax(α) during training (first seed; per-head weights averaged).")]
+    for kind in [r.kind for r in group.rows if r.kind in maps]:
+        path = plots.plot_attention(maps[kind], f"{group.key}: {kind}", folder / f"{slug(group.key)}-attention-{slug(kind)}.png")
+        figures.append((path, f"Attention of `{kind}` per layer (rows) and head (columns), best checkpoint of seed 0."))
+    blocks += [("img", path.name, caption) for path, caption in figures if path is not None]
+    return blocks
+
+
+def _claim_blocks(verdicts: list[Verdict]) -> list[Block]:
+    blocks: list[Block] = [
+        ("h2", "The paper's claims"),
+        ("p", "Each claim of PAPER.md is checked by an explicit rule over the tables above. A relative quality gap "
+              "(positive = worse; on the log scale for perplexity) is compared with a threshold and with its "
+              f"uncertainty: the seed spread (std of both variants), or a {SINGLE_SEED_TOLERANCE:.0%} tolerance "
+              f"when a variant has one seed; speeds use a {SPEED_TOLERANCE:.0%} timing tolerance (or the seed spread "
+              "if larger). **supports**: the rule holds even at the edge of the spread; **contradicts**: it fails "
+              "beyond the spread; **cannot tell**: the difference is within the spread, or the run lacks a variant "
+              "or task the claim needs. These are small CPU models trained for minutes: a verdict is about this "
+              "run, not about the paper's full-size setting."),
+        ("table", ["claim", "verdict"], [[f"{v.number}. {v.claim}", f"**{_MARK[v.verdict]}**"] for v in verdicts]),
+    ]
+    for v in verdicts:
+        blocks += [("h3", f"Claim {v.number}: {_MARK[v.verdict]}"), ("p", v.claim), ("p", f"Rule: {v.rule}"),
+                   ("list", [f"{_MARK[c.verdict]}: {c.text}" for c in v.checks])]
+    return blocks
+
+
+def build_report(results: dict, folder: str | Path) -> tuple[Path, Path]:
+    """Draw the plots and write report.md, report.html and results.json into ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    groups = build_groups(results["runs"])
+    blocks = _header(results)
+    for group in groups:
+        runs = [r for r in results["runs"] if group_key(r["task"], r["data"]) == group.key]
+        blocks += _group_blocks(group, runs, results.get("attention", {}).get(group.key, {}),
+                                results.get("labels", {}).get(group.key, ""), folder)
+    blocks += _claim_blocks(evaluate_claims(groups))
+    blocks += [("h2", "Raw data"),
+               ("p", "`results.json` holds every run's raw record (config, test and validation metrics, curves, "
+                     "mixture weights, parameters, timings) and the attention maps drawn above. Re-render or merge "
+                     "reports with `synthesizer compare --render DIR [DIR ...] --out NEW_DIR`.")]
+    save_results(results, folder)
+    title = f"Synthesizer comparison: {', '.join(results.get('presets') or ['runs'])}"
+    return write_report(blocks, folder, title)

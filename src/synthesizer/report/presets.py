@@ -1,0 +1,106 @@
+"""Comparison presets: the paper's experiment families on the shared corpora, each in two sizes.
+
+A preset is a list of shipped experiment configs (``synthesizer/configs/*.yaml``) plus the attention
+kinds to train on each. ``full`` runs the shipped small CPU config as it is (minutes per variant);
+``quick`` shrinks it with overrides so the whole comparison takes about ten minutes on two CPU cores.
+Every variant of a comparison gets the same config apart from ``model.attention`` and ``seed``.
+``data.limit`` keeps the first rows of every split: only use it where a file's prefix is a fair sample.
+
+Both sizes drop the shipped configs' wall-clock cap (``train.max_minutes``), so every variant trains
+for the same number of steps, whatever its speed or the machine's load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# The paper's rows (Tay et al., Table 2), in its order: vanilla first, pure synthesizers, mixtures.
+DEFAULT_KINDS = ("vanilla", "fixed_random", "random", "factorized_random", "dense", "factorized_dense",
+                 "random+dense", "dense+vanilla", "random+vanilla")
+SIZES = ("quick", "full")
+
+# Every size: equal step budgets (no wall-clock cap). Quick seq2seq: greedy decoding on a small sample.
+_COMMON = ("train.max_minutes=null",)
+_QUICK_SEQ2SEQ = ("model.d_model=64", "model.d_ff=256", "model.n_layers=2", "tokenizer.vocab_size=2000",
+                  "train.lr=3e-3", "train.warmup_steps=20", "train.eval_every=60", "train.log_every=20",
+                  "eval.beam_size=1", "eval.max_eval_examples=100", "eval.batch_size=100")
+
+
+@dataclass(frozen=True)
+class PresetTask:
+    """One (task, corpus) of a preset: the shipped config it starts from and the quick overrides."""
+
+    config: str
+    quick: tuple[str, ...] = ()
+    label: str = ""  # what the report calls it, e.g. "language modelling (SOTU)"
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    metric: str
+    tasks: tuple[PresetTask, ...]
+    baselines: tuple[str, ...] = field(default=())  # trained next to the synthesizers by default
+
+
+PRESETS: dict[str, Preset] = {
+    # quick: the first 40 training addresses (the oldest of the split), a 64-wide 2-layer model, 200 steps
+    "lm": Preset("lm", "language modelling on State of the Union addresses", "perplexity", (
+        PresetTask("lm-sotu-small", (
+            "data.limit=40", "tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256",
+            "batch.block_size=128", "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
+            "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
+            "language modelling (SOTU)"),)),
+    "mt": Preset("mt", "machine translation, English to Spanish (Bible) and English to German (LibreOffice)", "BLEU", (
+        PresetTask("mt-bible-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64",
+                                      "model.max_len=96", "train.max_steps=120", "eval.max_new_tokens=64",
+                                      *_QUICK_SEQ2SEQ), "translation en-es (Bible)"),
+        PresetTask("mt-libreoffice-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64",
+                                            "model.max_len=96", "train.max_steps=120", "eval.max_new_tokens=64",
+                                            *_QUICK_SEQ2SEQ), "translation en-de (LibreOffice)"),
+    )),
+    "summarization": Preset("summarization", "Debian package description to synopsis", "ROUGE-L", (
+        PresetTask("summarization-debian-small", ("data.limit=8000", "batch.max_src_len=128", "model.max_len=128",
+                                                  "train.max_steps=240", *_QUICK_SEQ2SEQ),
+                   "summarization (Debian descriptions)"),)),
+    "dialogue": Preset("dialogue", "chit-chat replies given the last turns", "BLEU-1 / ROUGE-L", (
+        PresetTask("dialogue-chitchat-small", ("data.limit=8000", "batch.max_src_len=96", "batch.max_tgt_len=48",
+                                               "model.max_len=96", "train.max_steps=240", "eval.max_new_tokens=48",
+                                               *_QUICK_SEQ2SEQ), "dialogue (chitchat)"),)),
+    # The paper's encoding-only comparison puts Linformer next to factorized_random.
+    "classification": Preset("classification", "sentiment (Rotten Tomatoes) and spam filtering", "accuracy", (
+        PresetTask("cls-rotten-small", ("data.limit=6000", "tokenizer.vocab_size=2000", "model.d_model=64",
+                                        "model.d_ff=256", "model.max_len=64", "batch.max_len=64",
+                                        "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
+                                        "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
+                   "sentiment (Rotten Tomatoes)"),
+        # no data.limit: the spam train file lists every ham e-mail first, so a prefix has no spam
+        PresetTask("cls-spam-small", ("tokenizer.vocab_size=2000", "model.d_model=64",
+                                      "model.d_ff=256", "model.max_len=128", "batch.max_len=128",
+                                      "batch.max_tokens=4096", "train.max_steps=120", "train.lr=2e-3",
+                                      "train.warmup_steps=12", "train.eval_every=40", "train.log_every=10"),
+                   "spam (SpamAssassin)"),
+    ), baselines=("linformer",)),
+}
+
+
+def get_preset(name: str) -> Preset:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def task_overrides(task: PresetTask, size: str) -> list[str]:
+    """The overrides that turn ``task.config`` into the given size."""
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; allowed: {', '.join(SIZES)}")
+    return [*_COMMON, *task.quick] if size == "quick" else list(_COMMON)
+
+
+def steps_overrides(steps: int) -> list[str]:
+    """``--steps N``: the step budget, with evaluation and warm-up scaled to fit inside it."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"--steps must be a positive integer, got {steps!r}")
+    return [f"train.max_steps={steps}", f"train.eval_every={max(1, steps // 4)}",
+            f"train.warmup_steps={steps // 10}", f"train.log_every={max(1, min(20, steps // 4))}"]

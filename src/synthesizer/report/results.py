@@ -1,0 +1,120 @@
+"""results.json: every raw number of a comparison, so reports can be merged and re-rendered.
+
+Layout (``FORMAT = 1``)::
+
+    {"format": 1, "presets": ["lm"], "size": "quick", "commands": ["synthesizer compare ..."],
+     "machine": {...}, "wall_time_s": 612.3, "sessions": [{"started", "finished", "wall_time_s"}],
+     "labels": {"lm-sotu": "language modelling (SOTU)"},
+     "runs": [<run_experiment result dict + "run_dir">, or {"task", "data", "attention", "seed", "error"}],
+     "attention": {"lm-sotu": {"random": [<attention_maps() layer dicts>]}}}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+from pathlib import Path
+
+FORMAT = 1
+FILENAME = "results.json"
+
+
+def empty_results() -> dict:
+    return {"format": FORMAT, "presets": [], "size": None, "commands": [], "machine": machine_info(),
+            "wall_time_s": 0.0, "sessions": [], "labels": {}, "runs": [], "attention": {}}
+
+
+def run_key(run: dict) -> tuple:
+    return run["task"], run["data"], run["attention"], int(run.get("seed", 0))
+
+
+def put_run(results: dict, run: dict) -> None:
+    """Add ``run``, replacing an earlier record of the same (task, data, attention, seed)."""
+    key = run_key(run)
+    results["runs"] = [r for r in results["runs"] if run_key(r) != key] + [run]
+
+
+def _clean(value):
+    """NaN/inf are not JSON: store them as None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def save_results(results: dict, folder: str | os.PathLike) -> Path:
+    """Write ``folder/results.json`` atomically."""
+    path = Path(folder) / FILENAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{FILENAME}.tmp")
+    tmp.write_text(json.dumps(_clean(results), separators=(",", ":"), allow_nan=False), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load_results(path: str | os.PathLike) -> dict:
+    """Read a results.json (or the one inside a report folder); ValueError if it is not one."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILENAME
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file; give a comparison folder (the --out of `synthesizer compare`) "
+                         f"or its {FILENAME}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("runs"), list):
+        raise ValueError(f"{path}: not a comparison results file (format {FORMAT} with a 'runs' list)")
+    return data
+
+
+def merge_results(parts: list[dict]) -> dict:
+    """One results dict from several (later parts win for the same run); wall times add up."""
+    merged = empty_results()
+    merged["machine"] = parts[0]["machine"] if parts else merged["machine"]
+    for part in parts:
+        for name in part.get("presets", []):
+            if name not in merged["presets"]:
+                merged["presets"].append(name)
+        sizes = {merged["size"], part.get("size")} - {None}
+        merged["size"] = "/".join(sorted(sizes)) if sizes else None
+        merged["commands"] += [c for c in part.get("commands", []) if c not in merged["commands"]]
+        merged["wall_time_s"] += float(part.get("wall_time_s") or 0.0)
+        merged["sessions"] += part.get("sessions", [])
+        merged["labels"].update(part.get("labels", {}))
+        if part.get("machine") and part["machine"] != merged["machine"]:
+            merged.setdefault("other_machines", []).append(part["machine"])
+        for run in part["runs"]:
+            put_run(merged, run)
+        for group, maps in part.get("attention", {}).items():
+            merged["attention"].setdefault(group, {}).update(maps)
+    return merged
+
+
+def machine_info() -> dict:
+    """What the timings were measured on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info = {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    return info

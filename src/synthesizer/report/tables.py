@@ -1,0 +1,243 @@
+"""The comparison table: one group per (task, data), one row per attention kind, seeds aggregated.
+
+Input: the raw run records of a comparison (``run_experiment`` result dicts, or failure records
+``{"task", "data", "attention", "seed", "error"}``). Output: :class:`Group` objects holding, per kind,
+the test metric (mean and sample std over the seeds that trained), parameters, training speed and
+time, each also relative to vanilla, and a status that says when a variant diverged, failed or
+scored at chance.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from .presets import DEFAULT_KINDS
+
+# A variant "scored at chance" when it did no better than a trivial predictor:
+#   accuracy <= majority-class accuracy + 1 point; perplexity >= the unigram model's;
+#   BLEU / ROUGE below 1 point (a model that learned nothing produces unrelated text).
+CHANCE_MARGIN_ACCURACY = 0.01
+CHANCE_MAX_GENERATION_SCORE = 1.0
+
+
+@dataclass
+class Row:
+    kind: str
+    seeds: list[int]
+    n_ok: int                       # seeds whose metric counts (trained, did not diverge)
+    status: str                     # "ok", "at chance", "diverged", "failed" (+ "k/n seeds" when mixed)
+    metric_mean: float | None
+    metric_std: float | None        # sample std over seeds (None with one seed)
+    other_metrics: dict = field(default_factory=dict)   # name -> mean over ok seeds
+    params_total: int | None = None
+    params_attention: int | None = None
+    tokens_per_s: float | None = None
+    tokens_per_s_std: float | None = None
+    train_time_s: float | None = None
+    steps: int | None = None
+    errors: list[str] = field(default_factory=list)
+    # relative to vanilla (None when vanilla is not in the group or has no number)
+    rel_metric: float | None = None        # (metric - vanilla) / |vanilla|
+    rel_params_total: float | None = None  # ratio
+    rel_params_attention: float | None = None
+    rel_speed: float | None = None         # tokens/s ratio
+    rel_time: float | None = None          # train time ratio
+
+
+@dataclass
+class Group:
+    key: str                        # "<task>-<data>", also the runs/ sub-folder
+    task: str
+    data: str
+    metric: str
+    higher_is_better: bool
+    rows: list[Row]
+    chance: dict = field(default_factory=dict)   # {"value": float, "why": str} or {}
+
+    def row(self, kind: str) -> Row | None:
+        return next((r for r in self.rows if r.kind == kind), None)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def group_key(task: str, data: str) -> str:
+    return f"{task}-{data}"
+
+
+def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def _chance(task: str, metric: str, runs: list[dict]) -> dict:
+    """The trivial predictor's score for this group, from the runs' ``baselines`` when present."""
+    baselines = next((r["baselines"] for r in runs if r.get("baselines")), {})
+    if metric == "accuracy":
+        if "majority_accuracy" in baselines:
+            value = baselines["majority_accuracy"] + CHANCE_MARGIN_ACCURACY
+            return {"value": value, "why": f"majority-class accuracy {baselines['majority_accuracy']:.3f} + 0.01"}
+        return {}
+    if metric == "perplexity":
+        if "unigram_perplexity" in baselines:
+            return {"value": baselines["unigram_perplexity"],
+                    "why": f"unigram-model perplexity {baselines['unigram_perplexity']:.1f}"}
+        return {}
+    if metric in ("bleu", "bleu1", "rouge1", "rouge2", "rougeL"):
+        return {"value": CHANCE_MAX_GENERATION_SCORE, "why": f"{metric} below {CHANCE_MAX_GENERATION_SCORE} point"}
+    return {}
+
+
+def at_chance(value: float, chance: dict, higher_is_better: bool) -> bool:
+    if not chance or value is None:
+        return False
+    return value <= chance["value"] if higher_is_better else value >= chance["value"]
+
+
+def _order(kinds: set[str]) -> list[str]:
+    known = [k for k in DEFAULT_KINDS if k in kinds]
+    return known + sorted(kinds - set(known))
+
+
+def build_groups(runs: list[dict]) -> list[Group]:
+    """Aggregate raw run records into one :class:`Group` per (task, data), rows in the paper's order."""
+    by_group: dict[str, list[dict]] = {}
+    for run in runs:
+        by_group.setdefault(group_key(run["task"], run["data"]), []).append(run)
+    groups = []
+    for key, group_runs in by_group.items():
+        done = [r for r in group_runs if "error" not in r]
+        first = done[0] if done else group_runs[0]
+        metric = first.get("primary_metric", "")
+        higher = bool(first.get("higher_is_better", False))
+        chance = _chance(first["task"], metric, done)
+        rows = [_row(kind, [r for r in group_runs if r["attention"] == kind], metric, higher, chance)
+                for kind in _order({r["attention"] for r in group_runs})]
+        group = Group(key, first["task"], first["data"], metric, higher, rows, chance)
+        _relative(group)
+        groups.append(group)
+    return groups
+
+
+def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -> Row:
+    runs = sorted(runs, key=lambda r: r.get("seed", 0))
+    failed = [r for r in runs if "error" in r]
+    trained = [r for r in runs if "error" not in r]
+    diverged = [r for r in trained if r.get("diverged")]
+    ok = [r for r in trained if not r.get("diverged") and (r.get("test_metrics") or {}).get(metric) is not None]
+    mean, std = _mean_std([r["test_metrics"][metric] for r in ok])
+    others = sorted({m for r in ok for m in r["test_metrics"]} - {metric})
+    other_metrics = {m: _mean_std([r["test_metrics"].get(m) for r in ok])[0] for m in others}
+    # the median over logging windows leaves out evaluation time; older records only have the mean
+    speed, speed_std = _mean_std([r.get("train_tokens_per_s_median", r.get("train_tokens_per_s")) for r in trained])
+    time, _ = _mean_std([r.get("train_time_s") for r in trained])
+    params = (trained[0].get("params") or {}) if trained else {}
+
+    n = len(runs)
+    notes = [f"{what} {len(rs)}/{n} seeds" for what, rs in (("diverged", diverged), ("failed", failed)) if rs]
+    if ok:
+        status = "at chance" if at_chance(mean, chance, higher) else "ok"
+        status = "; ".join([status, *notes])
+    elif diverged:
+        status = "diverged" if len(diverged) == n else "; ".join(["diverged", *notes[1:]])
+    elif failed:
+        status = "failed" if len(failed) == n else "; ".join(["failed", *notes])
+    else:
+        status = "no metric"
+    return Row(kind=kind, seeds=[r.get("seed", 0) for r in runs], n_ok=len(ok), status=status,
+               metric_mean=mean, metric_std=std, other_metrics=other_metrics,
+               params_total=params.get("total"), params_attention=attention_params(params),
+               tokens_per_s=speed, tokens_per_s_std=speed_std, train_time_s=time,
+               steps=trained[0].get("steps") if trained else None,
+               errors=[r["error"] for r in failed])
+
+
+def attention_params(params: dict) -> int | None:
+    """Parameters that decide where to attend: every ``attention.*`` count except values and output
+    (Q/K for vanilla, R, the dense MLPs, alpha; a baseline's own projections, e.g. Linformer's E/F)."""
+    by = params.get("by_component")
+    if not by:
+        return params.get("attention_logits")
+    return sum(v for k, v in by.items() if k.startswith("attention.") and k != "attention.values_output")
+
+
+# What a training "token" is for each task: the units step_fn counts.
+SPEED_UNITS = {"lm": "tokens", "classification": "examples", "regression": "examples"}
+
+
+def speed_unit(task: str) -> str:
+    return SPEED_UNITS.get(task, "target tokens")
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def _relative(group: Group) -> None:
+    base = group.row("vanilla")
+    if base is None:
+        return
+    for row in group.rows:
+        if row.metric_mean is not None and base.metric_mean:
+            row.rel_metric = (row.metric_mean - base.metric_mean) / abs(base.metric_mean)
+        row.rel_params_total = _ratio(row.params_total, base.params_total)
+        row.rel_params_attention = _ratio(row.params_attention, base.params_attention)
+        row.rel_speed = _ratio(row.tokens_per_s, base.tokens_per_s)
+        row.rel_time = _ratio(row.train_time_s, base.train_time_s)
+
+
+# ----------------------------------------------------------------------------- formatting
+
+def fmt_metric(mean: float | None, std: float | None, metric: str) -> str:
+    if mean is None:
+        return "n/a"
+    digits = 3 if metric in ("accuracy", "f1", "mcc", "pearson", "spearman") else (1 if metric == "perplexity" and mean >= 100 else 2)
+    text = f"{mean:.{digits}f}"
+    return f"{text} ± {std:.{digits}f}" if std is not None else text
+
+
+def fmt_count(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    if n >= 1_000_000:
+        return f"{n / 1e6:.2f}M"
+    if n >= 10_000:
+        return f"{n / 1e3:.1f}k"
+    return str(n)
+
+
+def _fmt_ratio(x: float | None) -> str:
+    return "" if x is None else f" (×{x:.2f})"
+
+
+def table_rows(group: Group) -> tuple[list[str], list[list[str]]]:
+    """Header and cells of a group's table (the same cells go to markdown, HTML and stdout)."""
+    direction = "higher is better" if group.higher_is_better else "lower is better"
+    header = ["attention", f"test {group.metric} ({direction})", "Δ vs vanilla", "params", "attention params",
+              f"train {speed_unit(group.task)}/s", "train time", "seeds", "status"]
+    cells = []
+    for r in group.rows:
+        rel = "" if r.rel_metric is None else f"{r.rel_metric * 100:+.1f}%"
+        cells.append([
+            r.kind, fmt_metric(r.metric_mean, r.metric_std, group.metric), rel,
+            fmt_count(r.params_total) + _fmt_ratio(r.rel_params_total),
+            fmt_count(r.params_attention) + _fmt_ratio(r.rel_params_attention),
+            ("n/a" if r.tokens_per_s is None else f"{r.tokens_per_s:,.0f}") + _fmt_ratio(r.rel_speed),
+            ("n/a" if r.train_time_s is None else f"{r.train_time_s:.0f} s") + _fmt_ratio(r.rel_time),
+            str(r.n_ok) if r.n_ok == len(r.seeds) else f"{r.n_ok}/{len(r.seeds)}",
+            r.status,
+        ])
+    return header, cells
+
+
+def text_table(header: list[str], cells: list[list[str]]) -> str:
+    """A fixed-width table for the terminal."""
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(header)]
+    line = lambda row: "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(c) for c in cells)])

@@ -1,0 +1,171 @@
+"""`synthesizer compare` with a fake experiment runner: run folders, skip/resume, failures, report files, --render."""
+
+import json
+import re
+
+import pytest
+
+from synthesizer.models.config import ModelConfig
+from synthesizer.models.lm import LanguageModel
+from synthesizer.report import plots as plots_mod
+from synthesizer.report.compare import data_name, main, run_comparison, window_speed
+from synthesizer.report.presets import PRESETS, task_overrides
+from synthesizer.report.results import load_results
+from synthesizer.tasks.config import ExperimentConfig
+
+BASE = {"task": "lm", "data": {"corpus": "sotu"}, "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "max_len": 16},
+        "train": {"max_steps": 5}, "tokenizer": {"vocab_size": 300}, "batch": {"block_size": 16}}
+
+
+def config_fn(name, overrides):
+    # the preset's quick overrides must all be valid config keys; the tiny base keeps the model small
+    ExperimentConfig.from_file(name, overrides)
+    return ExperimentConfig.from_dict(BASE, [o for o in overrides if o.startswith("train.max_steps")])
+
+
+class FakeRunner:
+    """Writes result.json like run_experiment; perplexity depends on the kind so the table has content."""
+
+    def __init__(self, fail=(), stop=()):
+        self.calls, self.fail, self.stop = [], set(fail), set(stop)
+
+    def __call__(self, cfg, out_dir, resume=False, progress=True):
+        kind = cfg.attention
+        self.calls.append((kind, cfg.seed, resume, cfg.train["max_steps"]))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if kind in self.fail:
+            raise RuntimeError(f"boom in {kind}")
+        if kind in self.stop:
+            (out_dir / "last").mkdir()
+            return {"stopped": "SIGINT", "steps": 2, "checkpoint": str(out_dir / "last")}
+        ppl = {"vanilla": 100.0, "random": 104.0, "random+vanilla": 98.0}.get(kind, 120.0) + cfg.seed
+        (out_dir / "log.jsonl").write_text("\n".join(json.dumps({"kind": "train", "step": s, "tokens_per_s": t})
+                                                     for s, t in ((1, 900.0), (2, 1000.0), (3, 100.0))))
+        result = {"task": cfg.task, "data": cfg.data["corpus"], "attention": kind, "seed": cfg.seed,
+                  "config": cfg.to_dict(), "test_metrics": {"perplexity": ppl}, "valid_metrics": {"perplexity": ppl},
+                  "baselines": {"unigram_perplexity": 500.0}, "primary_metric": "perplexity",
+                  "higher_is_better": False,
+                  "curve": [{"step": 1, "train_loss": 5.0, "valid_loss": 4.8}, {"step": 2, "train_loss": 4.0, "valid_loss": 4.6}],
+                  "mixture_weights": ([{"step": 1, "layers": [[0.5, 0.5]]}, {"step": 2, "layers": [[0.4, 0.6]]}]
+                                      if "+" in kind else []),
+                  "components": kind.split("+"), "params": {"total": 5000, "attention_logits": 500},
+                  "train_time_s": 10.0, "train_tokens_per_s": 700.0, "steps": 5, "diverged": False}
+        (out_dir / "result.json").write_text(json.dumps(result))
+        return result
+
+
+class Tok:
+    def encode(self, text):
+        return [(ord(c) % 50) + 3 for c in text]
+
+
+def load_fn(run_dir):
+    kind = json.loads((run_dir / "result.json").read_text())["attention"]
+    model = LanguageModel(ModelConfig(vocab_size=64, d_model=16, n_heads=2, n_layers=2, max_len=16, attention=kind))
+    return model.eval(), Tok(), None
+
+
+def run(tmp_path, runner, **kw):
+    lines = []
+    kw.setdefault("kinds", ["vanilla", "random", "random+vanilla"])
+    results = run_comparison("lm", "quick", out=tmp_path, run_fn=runner, config_fn=config_fn, load_fn=load_fn,
+                      log=lines.append, **kw)
+    return results, lines
+
+
+def test_compare_runs_every_kind_and_writes_the_report(tmp_path):
+    runner = FakeRunner()
+    results, lines = run(tmp_path, runner, seeds=2, steps=7)
+    assert sorted(runner.calls) == sorted((k, s, False, 7) for k in ("vanilla", "random", "random+vanilla") for s in (0, 1))
+    assert runner.calls[0][1] == 0 and runner.calls[3][1] == 1  # all kinds of seed 0 come first
+    for kind in ("vanilla", "random", "random+vanilla"):
+        assert (tmp_path / "runs" / "lm-sotu" / kind / "seed1" / "result.json").exists()
+    assert any(re.match(r"\[1/6\] lm-sotu vanilla seed0: test perplexity 100", line) for line in lines)
+    assert re.search(r"^random\+vanilla +98.50 ± 0.71", "\n".join(lines), re.M)  # the final table
+    saved = load_results(tmp_path)
+    assert len(saved["runs"]) == 6 and saved["presets"] == ["lm"]
+    assert saved["runs"][0]["train_tokens_per_s_median"] == 900.0  # median of the log windows
+    maps = saved["attention"]["lm-sotu"]
+    assert [m["source"] for m in maps["random"]][0].startswith("softmax(R)")
+    assert maps["vanilla"][0]["source"] == "sample input" and len(maps["vanilla"]) == 2
+    md = (tmp_path / "report.md").read_text()
+    assert "| random+vanilla | 98.50 ± 0.71 | -2.0% |" in md
+    assert "## The paper's claims" in md and "Claim 7:" in md
+    for png in ("lm-sotu-curves.png", "lm-sotu-speed.png", "lm-sotu-mixtures.png", "lm-sotu-attention-random.png"):
+        assert (tmp_path / png).stat().st_size > 1000 and f"]({png})" in md
+    page = (tmp_path / "report.html").read_text()
+    assert page.count('src="data:image/png;base64,') == md.count("![")
+    assert not re.search(r'src="(?!data:)', page)  # self-contained
+
+
+def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatch):
+    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    first = FakeRunner(stop={"random"})
+    results, lines = run(tmp_path, first, heatmaps=False)
+    assert [c[0] for c in first.calls] == ["vanilla", "random"]  # stopped at the interrupted run
+    assert any("interrupted" in line for line in lines) and not any("report:" in line for line in lines)
+    second = FakeRunner()
+    results, _ = run(tmp_path, second, heatmaps=False)
+    assert [(c[0], c[2]) for c in second.calls] == [("random", True), ("random+vanilla", False)]
+    assert len(results["runs"]) == 3 and len(results["sessions"]) == 2
+    third = FakeRunner()
+    run(tmp_path, third, heatmaps=False)
+    assert third.calls == []  # everything finished: nothing retrained
+
+
+def no_plots(monkeypatch):
+    """Skip drawing (the slow part) where a test only reads the tables."""
+    monkeypatch.setattr("synthesizer.report.plots._save", lambda fig, path: plots_mod.plt.close(fig))
+
+
+def test_a_failing_variant_is_reported_and_the_rest_continues(tmp_path, monkeypatch):
+    no_plots(monkeypatch)
+    runner = FakeRunner(fail={"random"})
+    results, lines = run(tmp_path, runner, heatmaps=False)
+    assert [c[0] for c in runner.calls] == ["vanilla", "random", "random+vanilla"]
+    assert any("random seed0: FAILED: RuntimeError: boom in random" in line for line in lines)
+    md = (tmp_path / "report.md").read_text()
+    assert "| random | n/a |" in md and "boom in random" in md
+
+
+def test_render_merges_two_comparisons(tmp_path, monkeypatch):
+    no_plots(monkeypatch)
+    with monkeypatch.context() as m:
+        m.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+        run(tmp_path / "a", FakeRunner(), kinds=["vanilla", "random"])
+        run(tmp_path / "b", FakeRunner(), kinds=["random+vanilla"])
+    main(["--render", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "merged")])
+    merged = load_results(tmp_path / "merged")
+    assert sorted(r["attention"] for r in merged["runs"]) == ["random", "random+vanilla", "vanilla"]
+    assert set(merged["attention"]["lm-sotu"]) == {"vanilla", "random", "random+vanilla"}
+    assert len(merged["sessions"]) == 2
+    assert "| random+vanilla | 98.00 | -2.0% |" in (tmp_path / "merged" / "report.md").read_text()
+
+
+def test_bad_arguments_name_the_allowed_values(tmp_path):
+    with pytest.raises(ValueError, match="unknown preset 'nope'; allowed: lm, mt"):
+        run_comparison("nope", run_fn=FakeRunner(), config_fn=config_fn, load_fn=load_fn)
+    with pytest.raises(ValueError, match="unknown attention kind 'rnd'"):
+        run(tmp_path, FakeRunner(), kinds=["rnd"])
+    with pytest.raises(ValueError, match="--seeds must be a positive integer"):
+        run(tmp_path, FakeRunner(), seeds=0)
+    with pytest.raises(ValueError, match="not a comparison results file|no such file"):
+        main(["--render", str(tmp_path / "missing")])
+
+
+def test_every_preset_builds_valid_configs():
+    for preset in PRESETS.values():
+        for task in preset.tasks:
+            for size in ("quick", "full"):
+                cfg = ExperimentConfig.from_file(task.config, task_overrides(task, size))
+                assert cfg.train["max_steps"] >= 1
+                assert cfg.train.get("max_minutes") is None  # equal step budgets for every variant
+
+
+def test_window_speed_is_the_median(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"kind": "train", "tokens_per_s": 10}\n{"kind": "eval", "loss": 1}\nnot json\n'
+                   '{"kind": "train", "tokens_per_s": 30}\n{"kind": "train", "tokens_per_s": 20}\n')
+    assert window_speed(log) == 20
+    assert window_speed(tmp_path / "none.jsonl") is None
+    assert data_name(ExperimentConfig.from_dict(BASE)) == "sotu"
