@@ -1,9 +1,10 @@
-# Two entry points: `make demo` (the main job) and `make test`. Both create .venv on first use.
+# Two entry points: `make demo` (the main job: the quick comparison of every variant on the shipped
+# SOTU corpus) and `make test`. Both create .venv on first use.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench install clean
+.PHONY: demo tour test bench install clean
 
 $(BIN)/.installed: pyproject.toml requirements-dev.txt
 	$(PY) -m venv $(VENV)
@@ -15,6 +16,9 @@ $(BIN)/.installed: pyproject.toml requirements-dev.txt
 install: $(BIN)/.installed
 
 demo: install
+	$(BIN)/synthesizer compare --preset lm --size quick --out runs/demo
+
+tour: install
 	$(BIN)/python -m synthesizer.demo
 
 test: install

@@ -17,13 +17,6 @@ MIXTURES = ["random+vanilla", "dense+vanilla", "random+dense", "dense+random+van
 L, D, H = 8, 16, 4
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def build(kind: str, seed: int = 0, **kw) -> SynthesizerAttention:
     torch.manual_seed(seed)

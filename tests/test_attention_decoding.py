@@ -13,13 +13,6 @@ KINDS = ["vanilla", "dense", "random", "fixed_random", "factorized_dense", "fact
 L, D, H = 8, 16, 2
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def build(kind: str, causal: bool = True, **kw) -> SynthesizerAttention:
     torch.manual_seed(0)

@@ -20,13 +20,6 @@ KINDS = PURE + MIXTURES
 L, D, H, B = 8, 16, 2, 3
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
     """max|a - b| / max|b|."""

@@ -24,13 +24,6 @@ KINDS = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
     """max|a - b| / max|b|."""

@@ -13,7 +13,7 @@ import yaml
 
 from synthesizer.cli import main
 from synthesizer.tasks import run_experiment
-from test_tasks_experiment import one_thread, tiny_config, write_data  # noqa: F401 (autouse fixture)
+from test_tasks_experiment import tiny_config, write_data
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:

@@ -5,14 +5,6 @@ from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.factory import BASELINES, build_mixer, check_kind
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: spreading each small op over threads costs more than it saves."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 @pytest.mark.parametrize("kind", ["vanilla", "random", "R+V", "dense+vanilla", "factorized_dense", "fixed_random"])
 def test_build_mixer_gives_synthesizer_attention(kind):

@@ -5,14 +5,6 @@ from synthesizer.models import EncoderDecoder, LanguageModel, ModelConfig
 from synthesizer.models.generation import beam_search, filter_logits, generate
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: spreading each small op over threads costs more than it saves."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 PROMPTS = [[5, 6, 7], [8, 9, 10, 11, 12], [13]]
 KINDS = ["vanilla", "random", "dense+vanilla"]
 

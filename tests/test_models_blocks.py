@@ -5,14 +5,6 @@ from synthesizer.attention.cross import CrossAttention, CrossAttentionCache
 from synthesizer.models.blocks import sinusoidal_table
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: spreading each small op over threads costs more than it saves."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 @pytest.mark.parametrize("kind", ["vanilla", "random"])
 def test_cross_attention_cache_equals_full_pass_and_reorders(kind):

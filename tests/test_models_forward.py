@@ -4,14 +4,6 @@ import torch
 from synthesizer.models import Classifier, EncoderDecoder, LanguageModel, ModelConfig, build_model, format_param_counts
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: spreading each small op over threads costs more than it saves."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 KINDS = ["vanilla", "random", "dense+vanilla", "factorized_dense", "fixed_random"]
 
 

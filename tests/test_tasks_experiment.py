@@ -18,13 +18,6 @@ RESULT_KEYS = {"task", "data", "attention", "seed", "config", "test_metrics", "v
 TINY_MODEL = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 32, "dropout": 0.0}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7)))

@@ -7,7 +7,7 @@ import torch
 
 from synthesizer.training import (build_optimizer, build_scheduler, load_checkpoint, load_model_weights,
                                   save_checkpoint)
-from test_training_toy import TinyLM, make_data, step_fn, weights, single_thread  # noqa: F401 (autouse fixture)
+from test_training_toy import TinyLM, make_data, step_fn, weights
 
 
 def trained(seed=0, steps=3):

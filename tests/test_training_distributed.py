@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from synthesizer.training import distributed
-from test_training_toy import make_trainer, single_thread  # noqa: F401 (autouse fixture)
+from test_training_toy import make_trainer
 
 HERE = Path(__file__).parent
 

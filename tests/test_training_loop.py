@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from synthesizer.training import TrainConfig, load_model_weights
-from test_training_toy import TinyLM, make_trainer, step_fn, weights, single_thread  # noqa: F401 (autouse fixture)
+from test_training_toy import TinyLM, make_trainer, step_fn, weights
 
 HERE = Path(__file__).parent
 

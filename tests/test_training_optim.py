@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from synthesizer.training import build_optimizer, build_scheduler, sequence_cross_entropy
-from test_training_toy import TinyLM, single_thread  # noqa: F401 (autouse fixture)
+from test_training_toy import TinyLM
 
 
 def lrs(kind, warmup, total, n, **kw):

@@ -27,14 +27,6 @@ class TinyLM(nn.Module):
         return self.head(self.drop(self.norm(torch.tanh(self.mix(self.embed(x))))))
 
 
-@pytest.fixture(autouse=True)
-def single_thread():
-    """Tiny tensors run faster on one thread, and much faster when other processes load the CPUs."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def make_data() -> tuple[torch.Tensor, torch.Tensor]:
     """Padded sequences of random lengths: inputs (N, SEQ) and next-token targets (N, SEQ), PAD = 0."""
