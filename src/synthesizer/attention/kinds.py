@@ -34,7 +34,3 @@ def parse_kind(kind: str) -> tuple[str, ...]:
             raise ValueError(f"attention kind {kind!r} repeats the component {name!r}; each component may appear once")
         components.append(name)
     return tuple(components)
-
-
-def canonical_kind(kind: str) -> str:
-    return "+".join(parse_kind(kind))

@@ -18,7 +18,7 @@ from .factorized import FactorizedDenseLogits, FactorizedRandomLogits
 from .chunked import blockwise_attention
 from . import fused_bias
 from .fast import fused_attention, shared_attention
-from .kinds import INPUT_INDEPENDENT, parse_kind
+from .kinds import parse_kind
 from .masks import check_padding_mask, combined_mask, masked_softmax
 from .random import RandomLogits
 from .vanilla import VanillaLogits, split_heads
