@@ -58,10 +58,8 @@ def run(args: argparse.Namespace) -> list[dict]:
         models[kind] = LanguageModel(model_config(kind, sizes)).to(device).eval()
         cache_bytes[kind] = greedy_decode(models[kind], prompt, sizes["new_tokens"])[1]
     runs = {kind: (lambda m=m: greedy_decode(m, prompt, sizes["new_tokens"])) for kind, m in models.items()}
-    bar = progress_bar((sizes["repeats"] + sizes["warmup"]) * len(kinds), "decode")
-    stats = interleaved_medians(runs, device, sizes["repeats"], sizes["warmup"], bar.update if bar else None)
-    if bar:
-        bar.close()
+    with progress_bar((sizes["repeats"] + sizes["warmup"]) * len(kinds), "decode") as bar:
+        stats = interleaved_medians(runs, device, sizes["repeats"], sizes["warmup"], bar.update)
     tokens = sizes["batch"] * sizes["new_tokens"]
     rows = []
     for kind in kinds:

@@ -27,10 +27,23 @@ def environment(device: torch.device) -> dict:
             "device_name": name, "cores": os.cpu_count(), "python": platform.python_version()}
 
 
+class _NoBar:
+    """Stands in for a tqdm bar where tqdm is not installed (the core install has none)."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def __enter__(self) -> "_NoBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
 def progress_bar(total: int, desc: str):
-    """A tqdm bar on stderr, or None when tqdm is not installed (the core install has none)."""
+    """A tqdm bar on stderr (a context manager with ``update``), or a silent stand-in without tqdm."""
     try:
         from tqdm import tqdm
     except ImportError:
-        return None
+        return _NoBar()
     return tqdm(total=total, desc=desc, leave=False, file=sys.stderr)

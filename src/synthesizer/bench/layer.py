@@ -107,10 +107,8 @@ def run(args: argparse.Namespace) -> list[dict]:
     for seq in sorted(args.seqs):
         torch.manual_seed(0)
         layers = {name: build_layer(name, args.d_model, args.heads, seq, args.causal).to(device).train() for name in active}
-        bar = progress_bar(2 * (args.repeats + args.warmup) * len(layers), f"layer, seq {seq}")
-        stats = time_layers(layers, args.batch, seq, args.d_model, args.repeats, args.warmup, device, bar.update if bar else None)
-        if bar:
-            bar.close()
+        with progress_bar(2 * (args.repeats + args.warmup) * len(layers), f"layer, seq {seq}") as bar:
+            stats = time_layers(layers, args.batch, seq, args.d_model, args.repeats, args.warmup, device, bar.update)
         seq_rows = []
         for name, layer in layers.items():
             kind = name.partition(" [")[0]
@@ -136,17 +134,14 @@ def run(args: argparse.Namespace) -> list[dict]:
         # quick run shares one (each start costs seconds) and relies on freed memory going back at once.
         seqs = {name: [r["seq"] for r in rows if r["kind"] == name] for name in names}
         groups = [seqs] if args.quick else [{name: s} for name, s in seqs.items()]
-        bar = progress_bar(len(groups), "layer, memory")
-        for group in groups:
-            peaks = measure_memory(group, args.batch, args.d_model, args.heads, args.causal, device, env["threads"])
-            for r in rows:
-                p = peaks.get(r["kind"], {}).get(r["seq"], {})
-                if r["kind"] in group:
-                    r["peak_forward_bytes"], r["peak_bytes"] = p.get("forward"), p.get("fwd_bwd")
-            if bar:
+        with progress_bar(len(groups), "layer, memory") as bar:
+            for group in groups:
+                peaks = measure_memory(group, args.batch, args.d_model, args.heads, args.causal, device, env["threads"])
+                for r in rows:
+                    p = peaks.get(r["kind"], {}).get(r["seq"], {})
+                    if r["kind"] in group:
+                        r["peak_forward_bytes"], r["peak_bytes"] = p.get("forward"), p.get("fwd_bwd")
                 bar.update()
-        if bar:
-            bar.close()
     for seq in sorted(args.seqs):
         _add_ratios([r for r in rows if r["seq"] == seq],
                     ("forward_s", "fwd_bwd_s") + (() if args.no_memory else ("peak_bytes",)))

@@ -76,10 +76,8 @@ def run_task(task: str, kinds: list[str], sizes: dict, device: torch.device, env
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
         steps[kind] = training_step(task, model, optimizer, ids, labels)
         params[kind] = sum(p.numel() for p in model.parameters())
-    bar = progress_bar((sizes["repeats"] + sizes["warmup"]) * len(kinds), f"model, {task}")
-    stats = interleaved_medians(steps, device, sizes["repeats"], sizes["warmup"], bar.update if bar else None)
-    if bar:
-        bar.close()
+    with progress_bar((sizes["repeats"] + sizes["warmup"]) * len(kinds), f"model, {task}") as bar:
+        stats = interleaved_medians(steps, device, sizes["repeats"], sizes["warmup"], bar.update)
     tokens = sizes["batch"] * sizes["seq"]
     rows = []
     for kind in kinds:

@@ -192,6 +192,14 @@ def count_params(model: nn.Module, groups: dict[str, Iterable[nn.Module]], mixer
     return counts
 
 
+def stack_param_counts(model: nn.Module) -> dict[str, int]:
+    """``count_params`` for a model made of ``embed``, ``blocks`` (each with ``attn``, ``ffn``,
+    ``ln_attn``, ``ln_ffn``), ``ln_f`` and ``head``: the language model and the classifier."""
+    norms = [m for b in model.blocks for m in (b.ln_attn, b.ln_ffn)] + [model.ln_f]
+    return count_params(model, {"embeddings": [model.embed], "ffn": [b.ffn for b in model.blocks],
+                                "norms": norms, "head": [model.head]}, [b.attn for b in model.blocks])
+
+
 def format_param_counts(counts: dict[str, int]) -> str:
     """A plain-text table: component, parameters, share of the total."""
     total = sum(counts.values())

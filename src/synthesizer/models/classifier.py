@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from .blocks import EncoderBlock, Embeddings, count_params, fit_length, format_param_counts
+from .blocks import EncoderBlock, Embeddings, stack_param_counts, fit_length, format_param_counts
 from .config import ModelConfig
 
 
@@ -43,9 +43,7 @@ class Classifier(nn.Module):
 
     def param_counts(self) -> dict[str, int]:
         """Parameters per component: embeddings, attention.<component>, ffn, norms, head."""
-        norms = [m for b in self.blocks for m in (b.ln_attn, b.ln_ffn)] + [self.ln_f]
-        return count_params(self, {"embeddings": [self.embed], "ffn": [b.ffn for b in self.blocks],
-                                   "norms": norms, "head": [self.head]}, [b.attn for b in self.blocks])
+        return stack_param_counts(self)
 
     def param_table(self) -> str:
         return format_param_counts(self.param_counts())

@@ -140,14 +140,20 @@ def _missing(group: Group, *kinds: str) -> Check | None:
     return None
 
 
-def _gap_check(group: Group, kind: str, ref: str, threshold: float, what: str) -> Check:
-    """Check "quality gap of ``kind`` vs ``ref`` <= threshold"."""
+def _quality_gap(group: Group, kind: str, ref: str):
+    """The quality gap of ``kind`` vs ``ref``, or the "cannot tell" Check that stands in for it."""
     missing = _missing(group, kind, ref)
     if missing:
         return missing
     gap = quality_gap(group, group.row(kind), group.row(ref))
-    if gap is None:
-        return Check(CANNOT_TELL, f"{group.key}: {kind} vs {ref}: no comparable metric")
+    return gap if gap is not None else Check(CANNOT_TELL, f"{group.key}: {kind} vs {ref}: no comparable metric")
+
+
+def _gap_check(group: Group, kind: str, ref: str, threshold: float, what: str) -> Check:
+    """Check "quality gap of ``kind`` vs ``ref`` <= threshold"."""
+    gap = _quality_gap(group, kind, ref)
+    if isinstance(gap, Check):
+        return gap
     return Check(judge_at_most(gap, threshold), f"{group.key}: {gap.note}; {what}")
 
 
@@ -216,13 +222,9 @@ def claim4(groups: list[Group]) -> Verdict:
     checks = []
     for g in groups:
         for kind in ("random+vanilla", "dense+vanilla"):
-            missing = _missing(g, kind, "vanilla")
-            if missing:
-                checks.append(missing)
-                continue
-            gap = quality_gap(g, g.row(kind), g.row("vanilla"))
-            if gap is None:
-                checks.append(Check(CANNOT_TELL, f"{g.key}: {kind} vs vanilla: no comparable metric"))
+            gap = _quality_gap(g, kind, "vanilla")
+            if isinstance(gap, Check):
+                checks.append(gap)
                 continue
             # "match or beat": a gap inside the spread is a match, so only a clear loss contradicts
             verdict = CONTRADICTS if gap.value - gap.u > 0 else SUPPORTS
@@ -265,13 +267,9 @@ def claim7(groups: list[Group]) -> Verdict:
         for kind in PURE_SYNTHESIZERS:
             if g.row(kind) is None:
                 continue
-            missing = _missing(g, kind, "vanilla")
-            if missing:
-                checks.append(missing)
-                continue
-            gap = quality_gap(g, g.row(kind), g.row("vanilla"))
-            if gap is None:
-                checks.append(Check(CANNOT_TELL, f"{g.key}: {kind} vs vanilla: no comparable metric"))
+            gap = _quality_gap(g, kind, "vanilla")
+            if isinstance(gap, Check):
+                checks.append(gap)
                 continue
             # "falls clearly behind": gap > 0 beyond the spread
             verdict = {SUPPORTS: CONTRADICTS, CONTRADICTS: SUPPORTS}.get(judge_at_most(gap, 0.0), CANNOT_TELL)
