@@ -16,7 +16,7 @@ $(BIN)/.installed: pyproject.toml requirements-dev.txt
 install: $(BIN)/.installed
 
 demo: install
-	$(BIN)/synthesizer compare --preset lm --size quick --out runs/demo
+	$(BIN)/synthesizer compare --preset lm --size quick --jobs 2 --out runs/demo
 
 tour: install
 	$(BIN)/python -m synthesizer.demo

@@ -1,7 +1,9 @@
 """`synthesizer compare` with a fake experiment runner: run folders, skip/resume, failures, report files, --render."""
 
+import dataclasses
 import json
 import re
+import shutil
 
 import pytest
 
@@ -113,6 +115,23 @@ def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatc
     assert third.calls == []  # everything finished: nothing retrained
 
 
+def test_parallel_jobs_train_every_run_once_and_match_one_job(tmp_path, monkeypatch):
+    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    serial, _ = run(tmp_path / "serial", FakeRunner(), seeds=2, heatmaps=False)
+    finished = "runs/lm-sotu/random/seed1"  # finished before: only read back
+    shutil.copytree(tmp_path / "serial" / finished, tmp_path / "parallel" / finished)
+    parallel, lines = run(tmp_path / "parallel", FakeRunner(), seeds=2, heatmaps=False, jobs=2, threads=1)
+    key = lambda r: (r["attention"], r["seed"])
+    drop = ("load_average_1min", "run_dir")
+    assert sorted(({k: v for k, v in r.items() if k not in drop} for r in parallel["runs"]), key=key) == \
+        sorted(({k: v for k, v in r.items() if k not in drop} for r in serial["runs"]), key=key)
+    assert sorted(re.match(r"\[(\d)/6\]", line).group(1) for line in lines if line.startswith("[")) == list("123456")
+    assert any("random seed1: " in line and "(done earlier)" in line for line in lines)
+    assert parallel["machine"]["parallel_runs"] == 2 and parallel["machine"]["torch_threads"] == 1
+    with pytest.raises(ValueError, match="--jobs must be a positive integer"):
+        run(tmp_path / "bad", FakeRunner(), jobs=0)
+
+
 def no_plots(monkeypatch):
     """Skip drawing (the slow part) where a test only reads the tables."""
     monkeypatch.setattr("synthesizer.report.plots._save", lambda fig, path: plots_mod.plt.close(fig))
@@ -169,3 +188,23 @@ def test_window_speed_is_the_median(tmp_path):
     assert window_speed(log) == 20
     assert window_speed(tmp_path / "none.jsonl") is None
     assert data_name(ExperimentConfig.from_dict(BASE)) == "sotu"
+
+
+def test_own_data_replaces_the_preset_corpus(tmp_path, monkeypatch):
+    # `--set 'data={...}'` swaps the whole data section: the quick size's limit goes with the corpus
+    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    seen = []
+
+    def runner(cfg, out_dir, resume=False, progress=True):
+        seen.append(cfg.data)
+        return FakeRunner()(dataclasses.replace(cfg, data={"corpus": "sotu"}), out_dir, resume, progress)
+
+    own = "data={train: my/train.txt, valid: my/valid.txt, test: my/test.txt, name: mine}"
+    run_comparison("lm", "quick", kinds=["vanilla"], baselines=[], out=tmp_path, overrides=[own],
+                   heatmaps=False, run_fn=runner, load_fn=load_fn, log=lambda line: None)
+    assert seen == [{"train": "my/train.txt", "valid": "my/valid.txt", "test": "my/test.txt", "name": "mine"}]
+    assert (tmp_path / "runs" / "lm-mine" / "vanilla" / "seed0" / "result.json").exists()
+    seen.clear()  # mt has two corpora; given one data section it trains it once
+    run_comparison("mt", "quick", kinds=["vanilla"], baselines=[], out=tmp_path / "mt", overrides=[own],
+                   heatmaps=False, run_fn=runner, load_fn=load_fn, log=lambda line: None)
+    assert len(seen) == 1

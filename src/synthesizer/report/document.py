@@ -29,6 +29,8 @@ def _header(results: dict) -> list[Block]:
     machine = f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, torch {m.get('torch', '?')} ({m.get('torch_threads', '?')} threads)"
     if m.get("gpu"):
         machine += f", GPU {m['gpu']}"
+    if (m.get("parallel_runs") or 1) > 1:
+        machine += f"; {m['parallel_runs']} runs trained at a time"
     seeds = sorted({int(r.get("seed", 0)) for r in results["runs"]})
     blocks: list[Block] = [("h1", f"Synthesizer comparison: {presets} ({results.get('size') or 'custom'} size)")]
     items = [f"command: `{c}`" for c in results.get("commands", [])]
