@@ -43,6 +43,9 @@ def _header(results: dict) -> list[Block]:
         items.append(f"machine load (1-minute load average at the end of each run): {min(loads):.1f} to "
                      f"{max(loads):.1f} on {m.get('cores', '?')} cores; speeds of runs made under different loads "
                      "are not comparable")
+    if (m.get("parallel_runs") or 1) > 1:
+        items.append(f"speeds: runs trained {m['parallel_runs']} at a time, so a run's speed also depends on the run "
+                     "beside it; `synthesizer bench model` times the variants one at a time")
     if results.get("sessions"):
         items.append(f"finished: {results['sessions'][-1].get('finished', '?')}")
     blocks.append(("list", items))
