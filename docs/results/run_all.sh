@@ -1,15 +1,20 @@
 #!/bin/sh
-# The committed comparisons, one after the other (each trains two runs at a time, one thread each,
-# on a 2-core machine), then their reports re-rendered into docs/results/<preset>/ (results.json,
-# report.md, report.html, plots; the run folders with their checkpoints stay in runs/results/).
+# The committed comparisons, in the order they were run (each trains two runs at a time, one thread
+# each, on a 2-core machine), then their reports re-rendered into docs/results/<name>/ (results.json,
+# report.md, report.html, plots; the run folders with their checkpoints stay in $out).
 # Interrupted? Run it again: finished runs are read back, half-trained ones resume.
+# (The committed reports were made with out=/tmp/res; their headers list the commands as run.)
 set -e
-out=runs/results
+out=${OUT:-runs/results}
 synthesizer compare --preset lm --size quick --seeds 3 --jobs 2 --out $out/lm
 synthesizer compare --preset mt --size quick --steps 400 --jobs 2 --out $out/mt
+synthesizer compare --preset lm --size quick --seeds 3 --jobs 2 --baselines dynamicconv --out $out/lm
 synthesizer compare --preset summarization --size quick --steps 400 --jobs 2 --out $out/summarization
 synthesizer compare --preset dialogue --size quick --steps 400 --jobs 2 --out $out/dialogue
+synthesizer compare --preset mt --size quick --steps 1200 --jobs 2 --out $out/mt-1200
 synthesizer compare --preset classification --size quick --seeds 3 --jobs 2 --out $out/classification
-for preset in lm mt summarization dialogue classification; do
-  synthesizer compare --render $out/$preset --out docs/results/$preset
+for name in lm summarization dialogue classification; do
+  synthesizer compare --render $out/$name --out docs/results/$name
 done
+synthesizer compare --render $out/mt-1200 --out docs/results/mt
+synthesizer compare --render $out/mt --out docs/results/mt-400
