@@ -13,6 +13,7 @@ synthesizer compare --preset summarization --size quick --steps 400 --jobs 2 --o
 synthesizer compare --preset dialogue --size quick --steps 400 --jobs 2 --out $out/dialogue
 synthesizer compare --preset mt --size quick --steps 1200 --jobs 2 --out $out/mt-1200
 synthesizer compare --preset classification --size quick --seeds 3 --jobs 2 --out $out/classification
+synthesizer compare --preset dialogue --size quick --steps 400 --seeds 2 --jobs 2 --out $out/dialogue
 for name in lm summarization dialogue classification; do
   synthesizer compare --render $out/$name --out docs/results/$name
 done
