@@ -106,19 +106,21 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
 
     if jobs > 1:
         threads = threads or max(1, (os.cpu_count() or 1) // jobs)
-        results["machine"].update(torch_threads=threads, parallel_runs=jobs)
     else:
-        _set_threads(threads)
-        results["machine"].update(parallel_runs=1, **({"torch_threads": threads} if threads else {}))
+        _set_threads(threads)  # the runs train in this process
+    results["machine"]["parallel_runs"] = jobs
+    if threads:
+        results["machine"]["torch_threads"] = threads
 
-    plan = []
+    plan, planned = [], set()
     for seed in range(seeds):
         for task, base in tasks:
             key = group_key(base.task, data_name(base))
             results["labels"][key] = task.label
             for kind in kinds:
                 run_dir = out / "runs" / key / kind / f"seed{seed}"
-                if all(run_dir != item[3] for item in plan):  # two tasks given the same data train it once
+                if run_dir not in planned:  # two tasks given the same data train it once
+                    planned.add(run_dir)
                     plan.append((base, kind, seed, run_dir))
     interrupted = False
     try:
@@ -189,10 +191,11 @@ def _execute(plan: list[tuple], run_fn: Callable, jobs: int, threads: int | None
             # one run at a time: its step bar (on a terminal) shows it is alive
             yield done, (cfg, kind, seed, run_dir), *_run_one(cfg, kind, seed, run_dir, run_fn, progress=True)
         return
-    finished = [item for item in plan if (item[3] / "result.json").exists()]
+    finished, todo = [], []
+    for item in plan:
+        (finished if (item[3] / "result.json").exists() else todo).append(item)
     for done, item in enumerate(finished, 1):  # read back here: no process needed
         yield done, item, *_run_one(*item, run_fn)
-    todo = [item for item in plan if not (item[3] / "result.json").exists()]
     if not todo:
         return
     # spawn, not fork: a forked child would inherit the parent's torch thread pool state
