@@ -293,7 +293,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="synthesizer compare", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", choices=sorted(PRESETS), help="the experiment family to run")
-    p.add_argument("--size", choices=SIZES, default="quick", help="quick (about 10 minutes on 2 cores with --jobs 2) or full")
+    p.add_argument("--size", choices=SIZES, default="quick",
+                   help="quick (about 10 minutes on 2 cores with --jobs 2) or full")
     p.add_argument("--kinds", nargs="+", metavar="KIND",
                    help=f"attention kinds to train (default: {' '.join(DEFAULT_KINDS)})")
     p.add_argument("--baselines", nargs="*", metavar="NAME",

@@ -63,7 +63,8 @@ PRESETS: dict[str, Preset] = {
                                             *_QUICK_SEQ2SEQ), "translation en-de (LibreOffice)"),
     )),
     "summarization": Preset("summarization", "Debian package description to synopsis", "ROUGE-L", (
-        # the first 64 tokens of a description (median: 55 words) hold its opening sentence, which the synopsis condenses
+        # the first 64 tokens of a description (median: 55 words) hold its opening sentence,
+        # which the synopsis condenses
         PresetTask("summarization-debian-small", ("data.limit=8000", "batch.max_src_len=64", "model.max_len=64",
                                                   "train.max_steps=240", *_QUICK_SEQ2SEQ),
                    "summarization (Debian descriptions)"),)),
