@@ -1,14 +1,41 @@
-"""Shared test set-up."""
+"""Shared test set-up.
+
+Every test runs with the number of torch threads given by the environment variable
+``SYNTHESIZER_TEST_THREADS`` (default 1). Tests use tiny tensors: one thread avoids thread
+start-up and contention costs that dominate them on a small or busy machine. A float32 result
+may depend on how many threads split a reduction, so run the suite with 2 threads as well:
+``SYNTHESIZER_TEST_THREADS=2 python -m pytest``; the comparisons' tolerances (tests/tolerances.py)
+must hold either way.
+"""
+
+import os
 
 import pytest
 import torch
 
+THREADS_VARIABLE = "SYNTHESIZER_TEST_THREADS"
+_threads_key = pytest.StashKey[int]()
+
+
+def _test_threads() -> int:
+    raw = os.environ.get(THREADS_VARIABLE, "1")
+    try:
+        threads = int(raw)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise pytest.UsageError(f"{THREADS_VARIABLE}={raw!r}: expected a whole number of threads, at least 1")
+    return threads
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_threads_key] = _test_threads()  # a bad value stops the run before any test
+
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tests use tiny tensors: one thread avoids thread start-up and contention costs that dominate
-    them on a small or busy machine. Restored afterwards for code that measures threading."""
+def _torch_threads(request: pytest.FixtureRequest):
+    """Sets the chosen thread count for the test; restored afterwards for code that measures threading."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(request.config.stash[_threads_key])
     yield
     torch.set_num_threads(threads)

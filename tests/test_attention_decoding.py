@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from synthesizer.attention import AttentionCache, SynthesizerAttention
+from tolerances import LAYER, assert_close_f32
 
 KINDS = ["vanilla", "dense", "random", "fixed_random", "factorized_dense", "factorized_random",
          "random+vanilla", "dense+vanilla", "random+dense", "dense+random+vanilla", "factorized_random+vanilla",
@@ -44,7 +45,7 @@ def test_one_position_at_a_time_equals_full_forward(kind, impl):
     with torch.no_grad():
         full = layer(x)
         steps, _ = decode(layer, x, [1] * L)
-    assert (steps - full).abs().max() <= 1e-5
+    assert_close_f32(steps, full, f"{kind} via {impl}: one position at a time", LAYER)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -58,7 +59,7 @@ def test_several_positions_at_a_time_with_padding(kind):
         full = layer(x, pad)
         steps, _ = decode(layer, x, [3, 1, 2, 1], pad)
     assert torch.isfinite(steps).all()
-    assert (steps - full).abs().max() <= 1e-5
+    assert_close_f32(steps, full, f"{kind}: chunks 3, 1, 2, 1", LAYER)
 
 
 def test_padding_only_in_later_chunks():
@@ -72,7 +73,7 @@ def test_padding_only_in_later_chunks():
         first = layer(x[:, :3], cache=cache)
         rest = layer(x[:, 3:], pad[:, 3:], cache=cache)
         full = layer(x, pad)
-    assert (torch.cat([first, rest], 1) - full).abs().max() <= 1e-5
+    assert_close_f32(torch.cat([first, rest], 1), full, "mask in the second chunk only", LAYER)
     # and the other way round: a mask first, none later
     pad = torch.zeros(2, 6, dtype=torch.bool)
     pad[1, 1:3] = True
@@ -81,7 +82,7 @@ def test_padding_only_in_later_chunks():
         first = layer(x[:, :3], pad[:, :3], cache=cache)
         rest = layer(x[:, 3:], cache=cache)
         full = layer(x, pad)
-    assert (torch.cat([first, rest], 1) - full).abs().max() <= 1e-5
+    assert_close_f32(torch.cat([first, rest], 1), full, "mask in the first chunk only", LAYER)
 
 
 @pytest.mark.parametrize("kind", ["dense+random+vanilla", "factorized_dense+factorized_random"])
@@ -93,7 +94,7 @@ def test_decoding_with_options(kind):
         layer.alpha.normal_()
         x = torch.randn(2, 11, D)
         steps, _ = decode(layer, x, [4, 1, 6])
-        assert (steps - layer(x)).abs().max() <= 1e-5
+        assert_close_f32(steps, layer(x), f"{kind} with options", LAYER)
 
 
 def test_cache_of_pure_synthesizer_is_half_of_vanilla():
@@ -119,8 +120,8 @@ def test_reorder_for_beam_search():
         cache.reorder(index)
         tail = layer(x[index, 3:], cache=cache)
         full = layer(x[index])
-    assert (head[index] - full[:, :3]).abs().max() <= 1e-5
-    assert (tail - full[:, 3:]).abs().max() <= 1e-5
+    assert_close_f32(head[index], full[:, :3], "reordered prefix", LAYER)
+    assert_close_f32(tail, full[:, 3:], "steps after the reorder", LAYER)
 
 
 def test_new_cache_needs_causal_layer():

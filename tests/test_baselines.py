@@ -12,6 +12,7 @@ from synthesizer.attention.conv_common import ConvCache, banded_conv
 from synthesizer.attention.dynamicconv import DynamicConv
 from synthesizer.attention.lightconv import LightweightConv
 from synthesizer.attention.linformer import LinformerAttention
+from tolerances import LAYER, assert_close_f32
 
 D, H, L = 8, 2, 12
 
@@ -76,7 +77,7 @@ def test_linformer_matches_reference(n, share_kv):
     m = LinformerAttention(D, H, L, k=5, share_kv=share_kv)
     x = torch.randn(2, n, D)
     for mask in (None, padding(2, n, [n, 4])):
-        torch.testing.assert_close(m(x, mask), reference_linformer(m, x, mask), atol=1e-5, rtol=1e-5)
+        assert_close_f32(m(x, mask), reference_linformer(m, x, mask), f"linformer, mask {mask is not None}", LAYER)
 
 
 @pytest.mark.parametrize("cls", CONVS)
@@ -87,8 +88,8 @@ def test_conv_matches_reference(cls, causal, kernel_size, glu, softmax):
     m = cls(D, H, L, causal=causal, kernel_size=kernel_size, glu=glu, weight_softmax=softmax)
     x = torch.randn(2, 7, D)
     mask = padding(2, 7, [7, 5])
-    torch.testing.assert_close(m(x, mask), reference_conv(m, x, mask), atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(m(x), reference_conv(m, x, None), atol=1e-5, rtol=1e-5)
+    assert_close_f32(m(x, mask), reference_conv(m, x, mask), "with padding", LAYER)
+    assert_close_f32(m(x), reference_conv(m, x, None), "without padding", LAYER)
 
 
 @pytest.mark.parametrize("shared", [False, True])
@@ -104,7 +105,7 @@ def test_banded_conv_across_blocks(shared):
             wi = w if shared else w[:, i]
             expected[:, i] += wi[..., tap].repeat_interleave(d // h, dim=-1) * ext[:, i + tap]
     for block in (3, 4, 64):
-        torch.testing.assert_close(banded_conv(ext, w, h, block=block), expected, atol=1e-5, rtol=1e-5)
+        assert_close_f32(banded_conv(ext, w, h, block=block), expected, f"block {block}", LAYER)
 
 
 # ---------------------------------------------------------------- masking and causality
@@ -156,7 +157,7 @@ def test_decoding_with_cache_equals_full_causal_forward(cls, kernel_size):
             start += t
         assert isinstance(cache, ConvCache) and cache.length == 8
         assert cache.nbytes == 3 * (kernel_size - 1) * D * 4  # constant: K-1 inputs, whatever the length
-        torch.testing.assert_close(torch.cat(outs, dim=1), full, atol=1e-5, rtol=1e-5)
+        assert_close_f32(torch.cat(outs, dim=1), full, f"steps {steps}", LAYER)
 
 
 def test_cache_reorder_follows_the_beam():
@@ -167,7 +168,7 @@ def test_cache_reorder_follows_the_beam():
     m(x[:, :3], cache=cache)
     cache.reorder(torch.tensor([1, 1]))
     step = m(x[[1, 1], 3:], cache=cache)
-    torch.testing.assert_close(step, m(x[[1, 1]])[:, 3:], atol=1e-5, rtol=1e-5)
+    assert_close_f32(step, m(x[[1, 1]])[:, 3:], "step after the reorder", LAYER)
 
 
 # ---------------------------------------------------------------- gradients

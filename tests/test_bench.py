@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from synthesizer.bench import __main__ as bench_main
-from synthesizer.bench import decode, layer, model
+from synthesizer.bench import decode, layer, memory, model
 from synthesizer.bench.decode import greedy_decode
 from synthesizer.bench.layers import layer_names
 from synthesizer.bench.report import plot_layers, targets, targets_table, write_results
@@ -85,9 +85,10 @@ def test_slow_layers_are_dropped_from_longer_lengths(tmp_path):
     assert all("max-call-s" in r["skipped_longer"] for r in rows)
 
 
-def test_unknown_command_and_kinds_fail_clearly(tmp_path):
-    with pytest.raises(SystemExit, match="usage"):
+def test_unknown_command_and_kinds_fail_clearly(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
         bench_main.main(["nope"])
+    assert exit_info.value.code == 2 and "usage: python -m synthesizer.bench" in capsys.readouterr().err
     with pytest.raises(ValueError, match="bogus"):
         layer_names(["random"], ["bogus"], causal=False)
     with pytest.raises(ValueError, match="baseline"):
@@ -120,6 +121,16 @@ def test_memory_peaks_grow_with_length():
         pytest.skip("no peak-RSS counters on this system")
     # The reference path keeps (B, H, n, n) probabilities for backward: 2 MiB at n = 256.
     assert peaks[256]["fwd_bwd"] > peaks[16]["fwd_bwd"] and peaks[256]["fwd_bwd"] >= 2 * 2 * 256 * 256 * 4
+
+
+@pytest.mark.parametrize("rss_before, hwm_after, want", [(1000, 980, 0), (1000, 1000, 0), (1000, 1100, 100 * 1024)])
+def test_cpu_peak_is_never_negative(monkeypatch, rss_before, hwm_after, want):
+    """The kernel updates its RSS counters lazily: the high-water mark read after tiny work can lie
+    below the resident size read before it. That is growth below the resolution, reported as 0."""
+    status = {"VmRSS": rss_before, "VmHWM": hwm_after}  # KiB, as /proc/self/status gives them
+    monkeypatch.setattr(memory, "cpu_peak_supported", lambda: True)
+    monkeypatch.setattr(memory, "_status_kib", status.__getitem__)
+    assert memory.peak_bytes(lambda: None, torch.device("cpu")) == want
 
 
 def test_decode_cache_bytes_per_kind():
@@ -178,3 +189,24 @@ def test_plots_are_written_per_layer_row(tmp_path):
     written = plot_layers(rows, tmp_path)
     assert [p.name for p in written] == ["layer_time.png", "layer_memory.png"]
     assert all(p.read_bytes()[:8] == PNG for p in written)
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["--help"], "usage: python -m synthesizer.bench [-h]"),
+    (["layer", "--help"], "usage: python -m synthesizer.bench layer [-h]"),
+    (["report", "--help"], "usage: python -m synthesizer.bench report [-h] RESULTS_DIR"),
+])
+def test_help_exits_0_and_names_the_command(argv, usage, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench_main.main(argv)
+    assert exit_info.value.code == 0 and capsys.readouterr().out.startswith(usage)
+
+
+def test_prog_names_the_command_in_usage_and_in_the_recorded_command_line(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        bench_main.main(["decode", "--help"], prog="synthesizer bench")
+    assert capsys.readouterr().out.startswith("usage: synthesizer bench decode")
+    args = ["--kinds", "random", "--baselines", "--seqs", "8", "--batch", "1", "--d-model", "16", "--heads", "2",
+            "--repeats", "1", "--warmup", "0", "--no-memory", "--out", str(tmp_path)]
+    bench_main.main(["layer", *args], prog="synthesizer bench")
+    assert json.loads((tmp_path / "run.json").read_text())["command"].startswith("synthesizer bench layer --kinds")

@@ -129,8 +129,9 @@ def test_bench_and_compare_forward_the_rest_of_the_command_line(monkeypatch, cap
     code, _, _ = run_cli(["compare", "runs/a", "--out", "x"], capsys)
     assert code == 0 and seen["compare"] == ["runs/a", "--out", "x"]
     import synthesizer.bench.__main__ as bench
-    monkeypatch.setattr(bench, "main", lambda argv: seen.setdefault("bench", argv))
-    assert run_cli(["bench", "attention", "--n", "64"], capsys)[0] == 0 and seen["bench"] == ["attention", "--n", "64"]
+    monkeypatch.setattr(bench, "main", lambda argv, prog: seen.setdefault("bench", (argv, prog)))
+    assert run_cli(["bench", "attention", "--n", "64"], capsys)[0] == 0
+    assert seen["bench"] == (["attention", "--n", "64"], "synthesizer bench")
 
 
 def _free_port() -> int:
@@ -162,3 +163,79 @@ def test_torchrun_with_two_processes_trains_and_only_rank_0_reports(tmp_path):
     import torch
     state = torch.load(tmp_path / "ddp" / "last" / "trainer_state.pt", weights_only=True)
     assert state["extra"]["world_size"] == 2
+
+
+# ----------------------------------------------------------------------------- optional dependencies
+
+def cli_without(module: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """``synthesizer ARGV`` in a fresh interpreter where ``import MODULE`` fails as if it were not installed."""
+    code = (f"import sys; sys.modules[{module!r}] = None; from synthesizer.cli import main; "
+            f"sys.exit(main(sys.argv[1:]))")
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+@pytest.mark.parametrize("argv", [["train", "--config", "lm-sotu-small"], ["generate", "--run", "lm", "--prompt", "x"]])
+def test_a_missing_extra_is_one_line_naming_it(argv, runs):
+    proc = cli_without("safetensors", argv, runs["lm"].parent)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"error: synthesizer {argv[0]} needs the 'train' extra (missing module 'safetensors'): "
+                           f"pip install 'synthesizer-pytorch[train]'\n")
+
+
+@pytest.mark.parametrize("module", ["safetensors", "numpy", "tokenizers"])
+def test_configs_needs_no_training_extra(module, tmp_path):
+    proc = cli_without(module, ["configs"], tmp_path)
+    assert proc.returncode == 0 and "lm-sotu-small" in proc.stdout, proc.stderr
+
+
+def test_python_dash_m_bench_names_the_bench_extra(tmp_path):
+    """The layer benchmark runs, then its plots need matplotlib: one line, the results so far are on disk."""
+    code = ("import runpy, sys; sys.modules['matplotlib'] = None; "
+            "sys.argv = ['synthesizer.bench', *sys.argv[1:]]; runpy.run_module('synthesizer.bench', run_name='__main__')")
+    argv = ["layer", "--kinds", "random", "--baselines", "--seqs", "8", "--batch", "1", "--d-model", "16", "--heads",
+            "2", "--repeats", "1", "--warmup", "0", "--no-memory", "--out", str(tmp_path / "b")]
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 2 and proc.stderr.splitlines()[-1] == (
+        "error: python -m synthesizer.bench needs the 'bench' extra (missing module 'matplotlib'): "
+        "pip install 'synthesizer-pytorch[bench]'")
+    assert "Traceback" not in proc.stderr and (tmp_path / "b" / "results.jsonl").is_file()
+
+
+# ----------------------------------------------------------------------------- bench and compare help
+
+@pytest.mark.parametrize("argv, usage", [(["bench", "--help"], "usage: synthesizer bench [-h]"),
+                                         (["bench", "layer", "--help"], "usage: synthesizer bench layer [-h]"),
+                                         (["compare", "--help"], "usage: synthesizer compare [-h]")])
+def test_help_of_forwarded_commands_names_them(argv, usage, capsys):
+    code, out, _ = run_cli(argv, capsys)
+    assert code == 0 and out.startswith(usage)
+
+
+# ----------------------------------------------------------------------------- blank and failing inputs
+
+def test_generate_blank_inputs(runs, tmp_path, capsys):
+    """A blank line gives an empty output line (seq2seq, classifier); an empty LM prompt starts a document."""
+    inputs = tmp_path / "in.txt"
+    inputs.write_text("the cat sat\n\na red house\n")
+    for run, extra in (("translation", ["--beam", "2"]), ("translation", []), ("classification", [])):
+        code, out, _ = run_cli(["generate", "--run", str(runs[run]), "--input", str(inputs), "--max-new-tokens", "6",
+                                *extra], capsys)
+        lines = out.split("\n")
+        assert code == 0 and len(lines) == 4 and lines[1] == "" and lines[0] and lines[2] and lines[3] == ""
+    code, out, _ = run_cli(["generate", "--run", str(runs["translation"]), "--prompt", "", "--max-new-tokens", "6"],
+                           capsys)
+    assert code == 0 and out == "\n"
+    code, out, _ = run_cli(["generate", "--run", str(runs["lm"]), "--prompt", "", "--max-new-tokens", "5"], capsys)
+    assert code == 0 and out.count("\n") == 1 and out == out.lstrip()
+
+
+def test_generate_names_the_failing_input_line_and_keeps_the_outputs_before_it(runs, tmp_path, capsys):
+    inputs = tmp_path / "in.txt"
+    inputs.write_text("the cat\n" + "cat " * 40 + "\nthe dog\n")
+    code, out, err = run_cli(["generate", "--run", str(runs["lm"]), "--input", str(inputs), "--max-new-tokens", "4"],
+                             capsys)
+    assert code == 2 and out.startswith("the cat") and out.count("\n") == 1
+    assert err.startswith(f"error: --input {inputs}:2: prompt length ") and err.endswith(" exceeds max_len=32\n")
+    assert err.count("\n") == 1

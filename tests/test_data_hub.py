@@ -97,7 +97,7 @@ def test_load_hub_local_errors(tmp_path):
 
 def test_missing_datasets_package_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)
-    with pytest.raises(ImportError, match=r"pip install 'synthesizer\[hub\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'synthesizer-pytorch\[hub\]'"):
         load_hub("imdb")
 
 
@@ -124,3 +124,11 @@ def test_load_hub_through_datasets_api(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=failing))
     with pytest.raises(DataError, match=r"cannot load nyu-mll/glue \(cola\) split 'train' from the hub: offline"):
         load_hub("glue-cola", ("train",))
+
+
+def test_load_hub_local_file_with_a_byte_order_mark(tmp_path):
+    rows = [{"sentence1": "a", "sentence2": "b", "label": 1}, {"sentence1": "c", "sentence2": "d", "label": 0}]
+    path = write_jsonl(tmp_path / "validation.jsonl", rows)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # as some editors save UTF-8
+    c = load_hub("glue-rte", ("test",), data_files={"validation": path})
+    assert c["test"] == [{"text": "a", "text_pair": "b", "label": 1}, {"text": "c", "text_pair": "d", "label": 0}]

@@ -153,7 +153,7 @@ def test_env_var_root_wins_and_missing_env_folder(tmp_path, monkeypatch):
     write(d / "valid.txt", "= 2 B =\nbeta\n")
     monkeypatch.setenv("SYNTHESIZER_DATA", str(tmp_path))
     c = load_corpus("sotu", ("train", "valid"))
-    assert c["train"] == ["alpha"] and c["valid"] == ["beta"] and c.origin == str(d)
+    assert c["train"] == ["alpha"] and c["valid"] == ["beta"] and c.origin == f"{d} (from $SYNTHESIZER_DATA)"
     with pytest.raises(DataError, match=r"test\.txt: no such file"):
         load_corpus("sotu")
     monkeypatch.setenv("SYNTHESIZER_DATA", str(tmp_path / "missing"))
@@ -220,3 +220,118 @@ def test_corpus_rejects_unknown_task_and_split():
     with pytest.raises(KeyError, match="no split 'test'; it has: train"):
         c["test"]
     assert records.SPLITS == ("train", "valid", "test") and set(BUILTIN) >= {"sotu", "chitchat"}
+
+
+# ----------------------------------------------------------------------------- byte-order marks, UTF-8, field counts
+
+BOM = "\ufeff"
+
+
+def write_maybe_gz(path: Path, text: str, gz: bool) -> Path:
+    """Write UTF-8 `text` to `path` (`path` + ".gz", gzipped, when `gz`)."""
+    if not gz:
+        return write(path, text)
+    path = path.with_name(path.name + ".gz")
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_bom_in_classification_tsv_is_not_part_of_the_label(tmp_path, gz):
+    rows = "negative\tdull\npositive\tgreat\nnegative\tslow\n"
+    tr = write_maybe_gz(tmp_path / "train.tsv", BOM + rows, gz)
+    va = write_maybe_gz(tmp_path / "valid.tsv", rows, gz)
+    c = load_files("classification", tr, va)  # a BOM in train only: no phantom class "\ufeffnegative"
+    assert c.label_names == ["negative", "positive"]
+    assert [r["label"] for r in c["train"]] == [r["label"] for r in c["valid"]] == [0, 1, 0]
+    splits = [write_maybe_gz(tmp_path / f"{s}2.tsv", BOM + rows, gz) for s in ("train", "valid", "test")]
+    c = load_files("classification", *splits)  # a BOM in every split: valid data, not a label error
+    assert c.label_names == ["negative", "positive"]
+    assert [r["label"] for r in c["test"]] == [0, 1, 0] and c["train"][0]["text"] == "dull"
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_bom_in_txt_and_jsonl(tmp_path, gz):
+    docs = read_documents(write_maybe_gz(tmp_path / "a.txt", BOM + "= 1 A =\nfirst\n\nsecond\n", gz))
+    assert docs == ["first", "second"]
+    docs = read_documents(write_maybe_gz(tmp_path / "b.txt", BOM + "plain first line\n", gz))
+    assert docs == ["plain first line"]
+    p = write_maybe_gz(tmp_path / "c.jsonl", BOM + json.dumps({"text": "x", "label": "y"}) + "\n", gz)
+    assert read_jsonl(p) == [(1, {"text": "x", "label": "y"})]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_invalid_utf8_names_file_and_line(tmp_path, gz):
+    good = b"= 1 A =\r\nfine\rstill fine\n" + "caf\u00e9 ok\n".encode("utf-8")
+    p = tmp_path / ("x.txt.gz" if gz else "x.txt")
+    data = good + b"bad \xff byte\n"
+    p.write_bytes(gzip.compress(data) if gz else data)
+    # CRLF, a lone CR and LF each end a line, as in text mode: the bad byte is on line 5
+    with pytest.raises(DataError, match=r"x\.txt(\.gz)?:5: not valid UTF-8 \(invalid start byte 0xff\)"):
+        read_documents(p)
+    p.write_bytes(gzip.compress(good) if gz else good)
+    assert read_documents(p) == ["fine\nstill fine\ncaf\u00e9 ok"]
+
+
+def test_three_fields_in_a_single_text_task_is_an_error(tmp_path):
+    tr = write(tmp_path / "train.tsv", "pos\tgood\nneg\tbad\tworse\n")
+    with pytest.raises(DataError, match=r"train\.tsv:2: expected 2 tab-separated fields \(label, text\), got 3; "
+                                        r"its first line has 2 fields, so this is a single-text task.*"
+                                        r"declared with data\.columns: \{text_pair_column: text_pair\}"):
+        load_files("classification", tr)
+    tr = write(tmp_path / "train.tsv", "pos\tgood\nneg\tbad\n")
+    va = write(tmp_path / "valid.tsv", "pos\tfine\tdandy\n")  # every line of valid has 3: still not a pair task
+    with pytest.raises(DataError, match=r"valid\.tsv:1: expected 2 .* got 3; the train split \(.*train\.tsv\) "
+                                        r"holds single texts"):
+        load_files("classification", tr, va)
+    with pytest.raises(DataError, match=r"train\.tsv:1: expected 3 tab-separated fields \(label, text, text_pair\), "
+                                        r"got 2; pair=True was given"):
+        load_files("classification", tr, pair=True)
+
+
+def test_builtin_single_text_corpus_rejects_three_fields(tmp_path, monkeypatch):
+    d = tmp_path / "classification" / "spam"
+    d.mkdir(parents=True)
+    for split in ("train", "valid", "test"):  # consistent 3-field lines: still an error, spam is single-text
+        write(d / f"{split}.tsv", "ham\thello\tthere\n")
+    monkeypatch.setenv("SYNTHESIZER_DATA", str(tmp_path))
+    with pytest.raises(DataError, match=r"spam/train\.tsv:1: expected 2 .* got 3; corpus 'spam' holds single texts"):
+        load_corpus("spam")
+
+
+def test_text_pair_task_needs_three_fields_on_every_line(tmp_path):
+    tr = write(tmp_path / "train.tsv", "yes\ta\tb\nno\tc\n")
+    with pytest.raises(DataError, match=r"train\.tsv:2: expected 3 tab-separated fields \(label, text, text_pair\), "
+                                        r"got 2; its first line has 3 fields, so this is a text-pair task"):
+        load_files("classification", tr)
+    two = write(tmp_path / "two.tsv", "yes\ta\n")
+    with pytest.raises(DataError, match=r"two\.tsv:1: expected 3 .* got 2; text_pair_column='q' is set"):
+        load_files("classification", two, text_pair_column="q")
+    pairs = write(tmp_path / "pairs.tsv", "yes\ta\tb\nno\tc\td\n")
+    c = load_files("classification", pairs, write(tmp_path / "v.tsv", "no\te\tf\n"), text_pair_column="q")
+    assert c["valid"] == [{"label": 0, "text": "e", "text_pair": "f"}]
+    js = write(tmp_path / "p.jsonl", json.dumps({"text": "a", "text_pair": "b", "label": 1}) + "\n")
+    assert load_files("classification", js, pair=True)["train"] == [{"text": "a", "text_pair": "b", "label": 0}]
+    with pytest.raises(ValueError, match="pair=False contradicts text_pair_column='q'"):
+        load_files("classification", pairs, pair=False, text_pair_column="q")
+
+
+@pytest.mark.parametrize("via", ["env", "next_to_repo"])
+def test_sotu_subset_reads_the_package_whatever_other_copy_exists(tmp_path, monkeypatch, via):
+    shared = tmp_path / "shared" / "data"
+    d = shared / "lm" / "sotu"
+    d.mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        write(d / f"{split}.txt", f"= 1790 Someone =\nanother copy, {split}\n")
+    monkeypatch.delenv("SYNTHESIZER_DATA", raising=False)
+    if via == "env":
+        monkeypatch.setenv("SYNTHESIZER_DATA", str(shared))
+    else:
+        monkeypatch.setattr(sources, "_REPO_ROOT", tmp_path / "repo")  # ../shared/data next to the repository
+    other, shipped = load_corpus("sotu"), load_corpus("sotu-subset")
+    assert other["train"] == ["another copy, train"]
+    assert other.origin == f"{d} " + ("(from $SYNTHESIZER_DATA)" if via == "env" else "(shared data folder)")
+    assert shipped["train"][0] == read_documents(PACKAGE_CORPORA / "lm" / "sotu" / "train.txt")[0]
+    assert len(shipped["train"]) == 84
+    assert shipped.origin == f"{PACKAGE_CORPORA / 'lm' / 'sotu'} (packaged subset shipped with synthesizer)"

@@ -3,6 +3,7 @@ import torch
 
 from synthesizer.models import EncoderDecoder, LanguageModel, ModelConfig
 from synthesizer.models.generation import beam_search, filter_logits, generate
+from tolerances import MODEL, assert_close_f32
 
 
 PROMPTS = [[5, 6, 7], [8, 9, 10, 11, 12], [13]]
@@ -46,7 +47,7 @@ def test_lm_cached_equals_uncached(lm):
     cached = generate(lm, PROMPTS, 6, return_logits=True)
     full = generate(lm, PROMPTS, 6, use_cache=False, return_logits=True)
     assert torch.equal(cached.tokens, full.tokens)
-    torch.testing.assert_close(cached.logits, full.logits, atol=1e-5, rtol=1e-5)
+    assert_close_f32(cached.logits, full.logits, "cached against uncached logits", MODEL)
     # Prompts are kept, each row gets up to 6 new tokens, rows after EOS are padding.
     for prompt, seq in zip(PROMPTS, cached.sequences()):
         assert seq[: len(prompt)] == prompt and len(seq) <= len(prompt) + 6
@@ -56,7 +57,7 @@ def test_lm_cached_equals_uncached(lm):
 def test_lm_logits_match_the_forward_pass(lm):
     out = generate(lm, [[5, 6, 7, 8]], 5, stop_at_eos=False, return_logits=True)
     assert out.tokens.shape == (1, 9) and out.logits.shape == (1, 5, 50)  # one step per new token
-    torch.testing.assert_close(out.logits[0], lm(out.tokens)[0, 3:-1], atol=1e-5, rtol=1e-5)
+    assert_close_f32(out.logits[0], lm(out.tokens)[0, 3:-1], "step logits against the forward pass", MODEL)
     assert torch.equal(out.tokens[0, 4:], out.logits[0].argmax(-1))
 
 
@@ -65,7 +66,7 @@ def test_seq2seq_cached_equals_uncached(s2s):
     cached = generate(model, src, 6, src_padding_mask=mask, return_logits=True)
     full = generate(model, src, 6, src_padding_mask=mask, use_cache=False, return_logits=True)
     assert torch.equal(cached.tokens, full.tokens)
-    torch.testing.assert_close(cached.logits, full.logits, atol=1e-5, rtol=1e-5)
+    assert_close_f32(cached.logits, full.logits, "cached against uncached logits", MODEL)
     assert (cached.tokens[:, 0] == model.config.bos_id).all()
 
 
@@ -94,7 +95,7 @@ def test_beam_scores_are_length_normalised_log_probs():
     with torch.no_grad():
         logp = torch.log_softmax(lm(torch.tensor([seq]))[0, :-1], dim=-1)
     total = sum(float(logp[i - 1, seq[i]]) for i in range(2, len(seq)))
-    assert score == pytest.approx(total / ((5 + len(seq) - 2) / 6) ** 0.6, rel=1e-4)
+    assert score == pytest.approx(total / ((5 + len(seq) - 2) / 6) ** 0.6, rel=MODEL.rtol)
     assert score >= max(out.scores[0])
 
 
@@ -136,4 +137,22 @@ def test_other_set_ups_cached_equals_uncached(changes):
     cached = generate(model, src, 8, return_logits=True, stop_at_eos=False)
     full = generate(model, src, 8, return_logits=True, stop_at_eos=False, use_cache=False)
     assert torch.equal(cached.tokens, full.tokens)
-    torch.testing.assert_close(cached.logits, full.logits, atol=1e-5, rtol=1e-5)
+    assert_close_f32(cached.logits, full.logits, "cached against uncached logits", MODEL)
+
+
+@pytest.mark.parametrize("search", [generate, beam_search])
+def test_an_empty_source_is_a_clear_value_error(s2s, search):
+    model, src, _ = s2s
+    with pytest.raises(ValueError, match=r"source ids of shape \(1, 0\) hold no token"):
+        search(model, src[:1, :0], 4, src_padding_mask=torch.zeros(1, 0, dtype=torch.bool))
+    mask = torch.zeros_like(src, dtype=torch.bool)
+    mask[1] = True  # the second source is all padding
+    with pytest.raises(ValueError, match=r"source row\(s\) 1 are all padding"):
+        search(model, src, 4, src_padding_mask=mask)
+    with pytest.raises(ValueError, match="does not match"):
+        search(model, src, 4, src_padding_mask=mask[:, :3])
+
+
+def test_an_empty_lm_prompt_is_a_clear_value_error(lm):
+    with pytest.raises(ValueError, match="every prompt needs at least one token.*EOS"):
+        generate(lm, [[5, 6], []], 4)

@@ -3,6 +3,7 @@ import torch
 
 from synthesizer.attention.cross import CrossAttention, CrossAttentionCache
 from synthesizer.models.blocks import sinusoidal_table
+from tolerances import LAYER, assert_close_f32
 
 
 
@@ -16,10 +17,10 @@ def test_cross_attention_cache_equals_full_pass_and_reorders(kind):
     full = layer(x, memory, mask)
     cache = CrossAttentionCache()
     steps = [layer(x[:, t : t + 1], memory if t == 0 else None, mask if t == 0 else None, cache=cache, start=t) for t in range(6)]
-    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-6, rtol=1e-5)
+    assert_close_f32(torch.cat(steps, dim=1), full, f"{kind}: one position at a time", LAYER)
     index = torch.tensor([2, 2, 0])
     cache.reorder(index)
-    torch.testing.assert_close(layer(x[index, :1], cache=cache), full[index, :1], atol=1e-6, rtol=1e-5)
+    assert_close_f32(layer(x[index, :1], cache=cache), full[index, :1], f"{kind}: after the reorder", LAYER)
 
 
 def test_cross_attention_ignores_padded_memory_and_never_gives_nan():

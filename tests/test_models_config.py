@@ -27,6 +27,8 @@ def test_unknown_key_is_named_with_the_valid_keys():
     ({"attention_options": {"kk": 2}}, ["'kk'", "fd_split"]),
     ({"d_model": 30}, ["d_model=30", "n_heads=4"]),
     ({"on_too_long": "cut"}, ["'cut'", "truncate"]),
+    ({"tie_embeddings": "abc"}, ["tie_embeddings", "'abc'", "true or false"]),
+    ({"dropout": True}, ["dropout", "True", "[0, 1)"]),
 ])
 def test_bad_values_name_the_option_and_the_allowed_values(changes, words):
     with pytest.raises(ValueError) as err:

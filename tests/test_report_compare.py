@@ -208,3 +208,51 @@ def test_own_data_replaces_the_preset_corpus(tmp_path, monkeypatch):
     run_comparison("mt", "quick", kinds=["vanilla"], baselines=[], out=tmp_path / "mt", overrides=[own],
                    heatmaps=False, run_fn=runner, load_fn=load_fn, log=lambda line: None)
     assert len(seen) == 1
+
+
+def test_quick_lm_preset_reads_the_shipped_subset_whatever_else_exists(tmp_path, monkeypatch):
+    from synthesizer.data import sources
+    from synthesizer.tasks.experiment import load_data
+
+    other = tmp_path / "shared" / "data" / "lm" / "sotu"  # a different copy, as ../shared/data or $SYNTHESIZER_DATA
+    other.mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        (other / f"{split}.txt").write_text(f"= 1790 Someone =\nanother copy, {split}\n", encoding="utf-8")
+    monkeypatch.setenv("SYNTHESIZER_DATA", str(tmp_path / "shared" / "data"))
+    monkeypatch.setattr(sources, "_REPO_ROOT", tmp_path / "repo")
+    (task,) = PRESETS["lm"].tasks
+    corpus = load_data(ExperimentConfig.from_file(task.config, task_overrides(task, "quick")))
+    shipped = sources.read_documents(sources.PACKAGE_CORPORA / "lm" / "sotu" / "train.txt")
+    assert corpus["train"][0] == shipped[0] and len(corpus["train"]) == len(shipped) == 84
+    assert "packaged subset" in corpus.origin
+    full = load_data(ExperimentConfig.from_file(task.config, task_overrides(task, "full")))
+    assert full["train"] == ["another copy, train"]  # the full size keeps `sotu`, whichever copy is found first
+
+
+def test_each_run_record_carries_its_data_provenance(tmp_path):
+    from synthesizer.tasks.experiment import run_experiment
+
+    base = ExperimentConfig.from_dict(BASE, ["data.limit=20", "train.max_steps=1"])
+    results = run_comparison("lm", "quick", kinds=["vanilla"], baselines=[], out=tmp_path, heatmaps=False,
+                             run_fn=run_experiment, config_fn=lambda name, overrides: base, load_fn=load_fn,
+                             log=lambda line: None)
+    (record,) = load_results(tmp_path)["runs"]
+    assert record == next(r for r in results["runs"])
+    prov = record["provenance"]
+    assert prov["data"]["name"] == "sotu" and prov["data"]["origin"]
+    assert set(prov["data"]["splits"]) == {"train", "valid", "test"} and len(prov["tokenizer"]["sha256"]) == 64
+    assert prov == json.loads((tmp_path / record["run_dir"] / "data.json").read_text())
+
+
+def test_a_second_compare_on_the_same_folder_is_refused(tmp_path):
+    from test_training_lock import hold_in_another_process
+
+    proc = hold_in_another_process(tmp_path)
+    runner = FakeRunner()
+    try:
+        with pytest.raises(ValueError, match=rf"comparison folder {tmp_path} is in use by another process"):
+            run(tmp_path, runner, kinds=["vanilla"])
+    finally:
+        proc.kill()
+        proc.wait()
+    assert runner.calls == [] and not (tmp_path / "runs").exists()

@@ -90,3 +90,13 @@ def test_attention_params_include_a_baselines_projections():
     (group,) = build_groups([run])
     assert group.rows[0].params_attention == 300  # Q/K + E/F, not values/output
     assert table_rows(group)[0][5] == "train tokens/s"
+
+
+def test_a_diverged_run_is_shown_with_its_step():
+    runs = [result("vanilla", 0, 40.0), result("random", 0, 45.0), {**result("random", 1, 1e9, diverged=True), "diverged_step": 17},
+            {**result("dense", 0, 99.0, diverged=True), "diverged_step": 3}]
+    rows = {r.kind: r for r in build_groups(runs)[0].rows}
+    assert rows["random"].status == "ok; diverged 1/2 seeds at step 17"
+    assert rows["dense"].status == "diverged at step 3"
+    _, cells = table_rows(build_groups(runs)[0])
+    assert {c[0]: c for c in cells}["dense"][-1] == "diverged at step 3"

@@ -69,3 +69,56 @@ def test_file_errors_name_the_file_and_line(tmp_path):
         resolve_config("no-such-config")
     with pytest.raises(ValueError, match="key.sub=value"):
         apply_override({}, "train.max_steps")
+
+
+# every section's values are type- and range-checked when the config is built, naming key, value and what is allowed
+@pytest.mark.parametrize("override, words", [
+    ("train.lr=abc", ["train.lr", "'abc'", "> 0"]),
+    ("train.lr=-1", ["train.lr", "-1"]),
+    ("train.clip_norm=abc", ["train.clip_norm", "'abc'", ">= 0"]),
+    ("train.max_steps=1.5", ["train.max_steps", "1.5", "integer"]),
+    ("train.warmup_steps=-3", ["train.warmup_steps", "-3", ">= 0"]),
+    ("train.schedule=foo", ["train.schedule='foo'", "inverse_sqrt, cosine, constant"]),
+    ("train.betas=[0.9]", ["train.betas", "[0.9]"]),
+    ("train.weight_decay=abc", ["train.weight_decay", "'abc'"]),
+    ("train.min_lr_ratio=2", ["train.min_lr_ratio", "[0, 1]"]),
+    ("train.max_minutes=abc", ["train.max_minutes", "'abc'"]),
+    ("train.amp=maybe", ["train.amp", "'maybe'", "true, false or null"]),
+    ("train.deterministic=abc", ["train.deterministic", "true or false"]),
+    ("train.divergence_factor=0.5", ["train.divergence_factor", "> 1"]),
+    ("model.dropout=2", ["model.dropout", "[0, 1)"]),
+    ("model.n_heads=3", ["model.d_model=32", "n_heads=3"]),
+    ("model.d_model=abc", ["model.d_model", "'abc'"]),
+    ("batch.max_tokens=0", ["batch.max_tokens", "positive integer", "0"]),
+    ("batch.max_sentences=abc", ["batch.max_sentences", "'abc'"]),
+    ("eval.length_penalty=abc", ["eval.length_penalty", "'abc'"]),
+    ("eval.beam_size=1.5", ["eval.beam_size", "1.5"]),
+    ("tokenizer.vocab_size=abc", ["tokenizer.vocab_size", "'abc'", ">= 262"]),
+    ("tokenizer.min_frequency=0", ["tokenizer.min_frequency", "positive integer"]),
+    ("data.limit=abc", ["data.limit", "'abc'"]),
+    ("data.max_history=0", ["data.max_history", "positive integer"]),
+    ("data.corpus=7", ["data.corpus", "7", "string"]),
+    ("seed=abc", ["seed", "'abc'"]),
+])
+def test_every_value_is_type_and_range_checked_when_the_config_is_built(override, words):
+    with pytest.raises(ValueError) as err:
+        ExperimentConfig.from_dict(BASE, [override])
+    message = str(err.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message, message
+
+
+@pytest.mark.parametrize("override, key", [("train.lr=abc", "train.lr"), ("train.clip_norm=abc", "train.clip_norm"),
+                                           ("batch.max_tokens=0", "batch.max_tokens")])
+def test_bad_values_stop_the_cli_before_a_run_folder_exists(override, key, tmp_path, capsys):
+    from synthesizer.cli import main
+
+    config = tmp_path / "c.yaml"
+    config.write_text("task: lm\ndata: {corpus: sotu}\ntrain: {max_steps: 2}\n")
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--config", str(config), "--out", str(out), "--set", override])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("error: ") and key in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

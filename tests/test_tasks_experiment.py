@@ -186,3 +186,72 @@ def test_regression_on_numeric_labels(tmp_path):
     assert result["primary_metric"] == "pearson" and "train_mean_mse" in result["baselines"]
     model, _, _ = load_trained(tmp_path / "r")
     assert model.config.n_classes == 1
+
+
+def test_resume_refuses_a_different_run_even_one_that_crashed_before_its_first_checkpoint(tmp_path, monkeypatch):
+    from synthesizer.training.loop import Trainer
+
+    data = write_data(tmp_path / "d", "lm")
+    out = tmp_path / "run"
+    cfg = tiny_config("lm", data)
+
+    def crash(self, resume=False):
+        raise RuntimeError("crash before the first checkpoint")
+
+    with monkeypatch.context() as m:
+        m.setattr(Trainer, "train", crash)
+        with pytest.raises(RuntimeError, match="crash"):
+            run_experiment(cfg, out, progress=False)
+    assert not (out / "last").exists() and (out / "experiment.json").is_file()
+    saved = json.loads((out / "data.json").read_text())
+    assert saved["data"]["name"] == "train" and set(saved["data"]["splits"]) == {"train", "valid", "test"}
+
+    other = tiny_config("lm", data, train={"lr": 1e-2})
+    with pytest.raises(ValueError, match=r"cannot resume .*train\.lr \(0\.003 before, 0\.01 now\)") as err:
+        run_experiment(other, out, resume=True, progress=False)
+    assert "\n" not in str(err.value)
+    Path(data["train"]).write_text(Path(data["train"]).read_text().replace("cat", "cow"))
+    with pytest.raises(ValueError, match="cannot resume .*the train split"):
+        run_experiment(cfg, out, resume=True, progress=False)
+    assert not (out / "last").exists()
+
+
+def test_results_record_the_data_and_tokenizer_provenance(tmp_path):
+    from synthesizer.data.provenance import file_hash
+
+    out = tmp_path / "run"
+    result = run_experiment(tiny_config("lm", write_data(tmp_path / "d", "lm"), train={"max_steps": 1}), out,
+                            progress=False)
+    prov = result["provenance"]
+    assert prov == json.loads((out / "data.json").read_text())
+    assert prov["data"]["origin"] and all(len(s["sha256"]) == 64 for s in prov["data"]["splits"].values())
+    assert prov["tokenizer"]["sha256"] == file_hash(out / "tokenizer" / "tokenizer.json")
+
+
+def test_a_run_folder_in_use_by_another_process_is_refused(tmp_path):
+    from test_training_lock import hold_in_another_process
+
+    out = tmp_path / "run"
+    proc = hold_in_another_process(out)
+    try:
+        with pytest.raises(ValueError, match=rf"run folder {out} is in use by another process"):
+            run_experiment(tiny_config("lm", write_data(tmp_path / "d", "lm")), out, progress=False)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]
+
+
+def test_a_real_divergence_stops_the_run_and_a_healthy_run_is_not_flagged(tmp_path):
+    data = write_data(tmp_path / "d", "lm")
+    steady = {"max_steps": 10, "eval_every": 1, "warmup_steps": 0, "schedule": "constant"}
+    with pytest.warns(UserWarning, match="diverged at step"):
+        bad = run_experiment(tiny_config("lm", data, train={**steady, "lr": 10.0, "clip_norm": None}),
+                             tmp_path / "bad", progress=False)
+    assert bad["diverged"] is True and bad["stopped"] == "diverged" and bad["steps"] < 10
+    log = [json.loads(line) for line in open(tmp_path / "bad" / "log.jsonl")]
+    saved = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "bad").glob("step-*"))
+    assert all(step < bad["diverged_step"] for step in saved)  # nothing saved once the loss ran away
+    assert not any(r["kind"] == "eval" and r["step"] >= bad["diverged_step"] for r in log)
+    good = run_experiment(tiny_config("lm", data, train={**steady, "lr": 3e-3}), tmp_path / "good", progress=False)
+    assert good["diverged"] is False and good["diverged_step"] is None and good["steps"] == 10

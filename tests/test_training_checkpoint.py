@@ -95,8 +95,52 @@ def test_best_and_last_links_and_old_checkpoints_are_pruned(tmp_path):
     save_checkpoint(tmp_path, model, opt, sched, step=2)
     save_checkpoint(tmp_path, model, opt, sched, step=3)
     assert os.readlink(tmp_path / "best") == "step-00000001" and os.readlink(tmp_path / "last") == "step-00000003"
-    assert sorted(os.listdir(tmp_path)) == ["best", "last", "step-00000001", "step-00000003"]
+    # "previous" keeps the checkpoint before "last", a fallback should "last" be damaged later
+    assert os.readlink(tmp_path / "previous") == "step-00000002"
+    assert sorted(os.listdir(tmp_path)) == ["best", "last", "previous", "step-00000001", "step-00000002",
+                                            "step-00000003"]
     save_checkpoint(tmp_path, model, opt, sched, step=3, best=True)  # same step again never overwrites in place
     assert os.readlink(tmp_path / "best") == os.readlink(tmp_path / "last") == "step-00000003.1"
-    assert sorted(os.listdir(tmp_path)) == ["best", "last", "step-00000003.1"]
+    assert sorted(os.listdir(tmp_path)) == ["best", "last", "previous", "step-00000003", "step-00000003.1"]
     assert load_checkpoint(tmp_path, TinyLM(), which="best", restore_rng=False)["step"] == 3
+
+
+def test_a_truncated_checkpoint_names_the_file_and_resume_falls_back_to_the_previous_one(tmp_path):
+    from synthesizer.training.checkpoint import CheckpointError
+    from test_training_toy import make_trainer
+
+    make_trainer(tmp_path, max_steps=4, save_every=3).train()
+    assert os.readlink(tmp_path / "last") == "step-00000004" and os.readlink(tmp_path / "previous") == "step-00000003"
+    weights_file = tmp_path / "step-00000004" / "model.safetensors"
+    weights_file.write_bytes(weights_file.read_bytes()[:100])
+    with pytest.raises(CheckpointError, match=rf"checkpoint file {weights_file} is truncated or corrupt") as err:
+        load_model_weights(tmp_path, TinyLM())
+    assert "\n" not in str(err.value)
+    resumed = make_trainer(tmp_path, max_steps=6)
+    with pytest.warns(UserWarning, match=r"step-00000004/model.safetensors is truncated.*resuming from the older "
+                                         r"checkpoint step-00000003 \(step 3\)"):
+        result = resumed.train(resume=True)
+    assert result.step == 6 and os.readlink(tmp_path / "last") == "step-00000006"
+    assert not (tmp_path / "step-00000004").exists()  # the damaged one was pruned
+
+
+def test_a_full_disk_while_saving_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    import errno
+
+    from synthesizer.training import checkpoint as ckpt
+
+    model, opt, sched = trained()
+    save_checkpoint(tmp_path, model, opt, sched, step=1)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    import safetensors.torch  # save_checkpoint imports save_model from it at each call
+
+    monkeypatch.setattr(safetensors.torch, "save_model", full)
+    with pytest.raises(ckpt.CheckpointError, match="no space left .*step-00000002.*'last' still points to "
+                                                   "step-00000001") as err:
+        save_checkpoint(tmp_path, model, opt, sched, step=2)
+    assert "\n" not in str(err.value)
+    assert sorted(os.listdir(tmp_path)) == ["last", "step-00000001"]
+    assert load_checkpoint(tmp_path, TinyLM(), restore_rng=False)["step"] == 1

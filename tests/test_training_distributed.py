@@ -5,11 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import torch
 
 from synthesizer.training import distributed
 from test_training_toy import make_trainer
+from tolerances import TRAINING, assert_close_f32
 
 HERE = Path(__file__).parent
 
@@ -51,9 +51,9 @@ def test_two_gloo_processes_match_one_process_on_the_same_global_batch(tmp_path)
 
     single = make_trainer(tmp_path / "single", batch_size=8, grad_accum=1, max_steps=8)
     single.train()
-    assert train_losses(run) == pytest.approx(train_losses(tmp_path / "single"), abs=1e-6)
+    assert_close_f32(train_losses(run), train_losses(tmp_path / "single"), "loss per step", TRAINING)
     for k, v in single.model.state_dict().items():
-        torch.testing.assert_close(rank0[k], v, atol=1e-6, rtol=0)
+        assert_close_f32(rank0[k], v, k, TRAINING)
     assert os.readlink(run / "last") == "step-00000008"
     state = torch.load(run / "last" / "trainer_state.pt", weights_only=True)
     assert len(state["rng"]) == 2 and state["extra"]["world_size"] == 2

@@ -3,10 +3,11 @@
 # each, on a 2-core machine), then their reports re-rendered into docs/results/<name>/ (results.json,
 # report.md, report.html, plots; the run folders with their checkpoints stay in $out).
 # Interrupted? Run it again: finished runs are read back, half-trained ones resume.
-# (The committed reports were made with out=/tmp/res; their headers list the commands as run.)
+# (The committed reports were made with out=/tmp/res, the lm one with out=runs/results; their headers
+# list the commands as run. The reports trained before the current claims rules were re-rendered with
+# them in place: synthesizer compare --render docs/results/NAME --out docs/results/NAME.)
 set -e
 out=${OUT:-runs/results}
-synthesizer compare --preset lm --size quick --seeds 3 --jobs 2 --out $out/lm
 synthesizer compare --preset mt --size quick --steps 400 --jobs 2 --out $out/mt
 synthesizer compare --preset lm --size quick --seeds 3 --jobs 2 --baselines dynamicconv --out $out/lm
 synthesizer compare --preset summarization --size quick --steps 400 --jobs 2 --out $out/summarization

@@ -1,8 +1,9 @@
 """Command line: ``synthesizer train | evaluate | generate | configs | bench | compare``.
 
 Bad input (a data row that does not parse, a missing file, an unknown attention kind, task or config
-key, a too-long sequence) prints one line ``error: ...`` and exits with status 2 (set
-``SYNTHESIZER_DEBUG=1`` to see the traceback instead). Multi-process
+key, a too-long sequence) prints one line ``error: ...`` and exits with status 2, and so does a
+missing optional dependency (the line names the extra to install; see ``synthesizer.extras``). Set
+``SYNTHESIZER_DEBUG=1`` to see the traceback instead. Multi-process
 training: ``torchrun --nproc_per_node 2 -m synthesizer train --config ...`` (rank 0 writes the files).
 """
 
@@ -13,6 +14,9 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Callable
+
+from .extras import missing_extra_message, require
 
 EXIT_USAGE = 2
 
@@ -49,7 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--checkpoint", default="best", choices=("best", "last"))
 
     g = sub.add_parser("generate", help="continue text (LM), translate/summarize/reply (seq2seq) or classify",
-                       description="Use a trained run on new input: one output line per input line.")
+                       description="Use a trained run on new input: one output line per input line, printed "
+                                   "as soon as it is ready. A blank input (an empty --prompt, a blank line "
+                                   "of --input) gives an empty output line for a seq2seq run or a "
+                                   "classifier, and text from the start of a new document for an LM.")
     g.add_argument("--run", required=True, metavar="DIR", help="run folder written by `synthesizer train`")
     src = g.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt", metavar="TEXT", help="one input text")
@@ -72,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 # ----------------------------------------------------------------------------- commands
 
 def cmd_train(args: argparse.Namespace) -> int:
+    require("safetensors")  # the first checkpoint is saved after training steps: fail now, not then
     from .tasks.config import ExperimentConfig, resolve_config
     from .tasks.experiment import run_experiment
     from .training import distributed
@@ -112,10 +120,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _inputs(args: argparse.Namespace) -> list[str]:
     if args.prompt is not None:
         return [args.prompt]
+    from .data.sources import read_lines
+
     path = Path(args.input)
     if not path.is_file():
         raise ValueError(f"--input {path}: no such file")
-    lines = [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines()]
+    lines = read_lines(path)  # the data readers' rule: UTF-8, a byte-order mark dropped, bad bytes named by line
     if not any(line.strip() for line in lines):
         raise ValueError(f"--input {path}: the file has no text")
     return lines
@@ -135,15 +145,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
     model, tok, cfg = load_trained(args.run, args.checkpoint)
     family = TASK_CLASSES[cfg.task].family
     texts = _inputs(args)
-    if family == "classifier":
-        return _classify(args, model, tok, cfg, texts)
     gen = torch.Generator().manual_seed(args.seed)
-    for text in texts:
+    labels_file = Path(args.run) / "labels.json"
+    names = json.loads(labels_file.read_text())["labels"] if labels_file.is_file() else None
+
+    def one(text: str) -> str:
+        if family == "classifier":
+            return _classify(model, tok, cfg, text, names)
         if family == "lm":
-            ids = tok.encode(text) or [tok.eos_id]  # an empty prompt starts a new document
+            ids = tok.encode(text) or [tok.eos_id]  # the LM saw EOS before every document: start a new one
             inputs, mask = [ids], None
         else:
             ids = tok.encode(text)
+            if not ids:  # nothing to translate: an empty line keeps the output aligned with the input
+                return ""
             inputs, mask = pad_sequences([ids], tok.pad_id)
         if args.beam and args.beam > 1:
             seq = beam_search(model, inputs, args.max_new_tokens, src_padding_mask=mask, num_beams=args.beam).best()[0]
@@ -152,34 +167,43 @@ def cmd_generate(args: argparse.Namespace) -> int:
                            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            generator=gen).sequences()[0]
         out = tok.decode(seq[len(ids):] if family == "lm" else seq)
-        print(text + out if family == "lm" else out.strip())
+        if family == "lm" and text.strip():
+            return text + out  # the prompt, then its continuation
+        return out.strip()
+
+    for lineno, text in enumerate(texts, 1):
+        try:
+            result = one(text)
+        except ValueError as e:
+            raise ValueError(f"--input {args.input}:{lineno}: {e}" if args.input else f"--prompt: {e}") from e
+        # flush: the outputs so far stay on a pipe when a later line fails
+        print(result, flush=True)
     return 0
 
 
-def _classify(args, model, tok, cfg, texts: list[str]) -> int:
+def _classify(model, tok, cfg, text: str, names: list[str] | None) -> str:
+    """``label<TAB>probability`` (or the regression value) of one text or tab-separated pair; "" for a
+    blank one. ``names``: the class labels, or None to print class indices."""
     import torch
 
     from .data.batching import pad_sequences
 
-    labels_file = Path(args.run) / "labels.json"
-    names = json.loads(labels_file.read_text())["labels"] if labels_file.is_file() else None
-    for text in texts:
-        a, _, b = text.partition("\t")  # a text pair is given tab-separated
-        ids = [tok.cls_id] + tok.encode(a) + [tok.sep_id]
-        segs = [0] * len(ids)
-        if b:
-            pair = tok.encode(b) + [tok.sep_id]
-            ids, segs = ids + pair, segs + [1] * len(pair)
-        x, mask = pad_sequences([ids], tok.pad_id)
-        with torch.no_grad():
-            out = model(x, mask, torch.tensor([segs]) if b else None)
-        if cfg.task == "regression":
-            print(f"{float(out[0]):.4f}")
-        else:
-            probs = out.softmax(-1)[0]
-            k = int(probs.argmax())
-            print(f"{names[k] if names else k}\t{float(probs[k]):.3f}")
-    return 0
+    if not text.strip():
+        return ""
+    a, _, b = text.partition("\t")  # a text pair is given tab-separated
+    ids = [tok.cls_id] + tok.encode(a) + [tok.sep_id]
+    segs = [0] * len(ids)
+    if b:
+        pair = tok.encode(b) + [tok.sep_id]
+        ids, segs = ids + pair, segs + [1] * len(pair)
+    x, mask = pad_sequences([ids], tok.pad_id)
+    with torch.no_grad():
+        out = model(x, mask, torch.tensor([segs]) if b else None)
+    if cfg.task == "regression":
+        return f"{float(out[0]):.4f}"
+    probs = out.softmax(-1)[0]
+    k = int(probs.argmax())
+    return f"{names[k] if names else k}\t{float(probs[k]):.3f}"
 
 
 def cmd_configs(args: argparse.Namespace) -> int:
@@ -193,16 +217,13 @@ def cmd_configs(args: argparse.Namespace) -> int:
 
 
 def _forward(command: str, argv: list[str]) -> int:
+    """``bench`` and ``compare`` parse their own options (and ``--help``) under the name ``synthesizer COMMAND``."""
     if command == "bench":
         from .bench.__main__ import main as bench_main
-        bench_main(argv)
-    else:
-        try:
-            from .report.compare import main as compare_main
-        except ImportError as e:
-            raise ValueError(f"`synthesizer compare` is not available: {e}") from None
-        return compare_main(argv) or 0
-    return 0
+        bench_main(argv, prog="synthesizer bench")
+        return 0
+    from .report.compare import main as compare_main
+    return compare_main(argv) or 0
 
 
 COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "generate": cmd_generate, "configs": cmd_configs}
@@ -210,21 +231,40 @@ COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "generate": cmd_genera
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    from .data.records import DataError
+    command = argv[0] if argv and argv[0] in (*COMMANDS, "bench", "compare") else None
 
-    try:
-        if argv and argv[0] in ("bench", "compare"):
-            return _exit(_forward(argv[0], argv[1:]))
+    def run() -> int:
+        if command in ("bench", "compare"):
+            return _forward(command, argv[1:])
         args = _parser().parse_args(argv)
         if args.command is None:
             _parser().print_help()
-            return _exit(EXIT_USAGE)
-        return _exit(COMMANDS[args.command](args))
-    except (DataError, ValueError, FileNotFoundError) as e:
+            return EXIT_USAGE
+        return COMMANDS[args.command](args)
+
+    return _exit(report_errors(run, f"synthesizer {command}" if command else "synthesizer",
+                               prefer="bench" if command == "bench" else "train"))
+
+
+def report_errors(run: Callable[[], int], what: str, prefer: str = "train") -> int:
+    """``run()``'s exit status; bad input, or an optional module that is not installed, prints one line
+    ``error: ...`` instead (naming the extra that provides the module) and gives EXIT_USAGE.
+
+    ``what``: the command named in that line (``synthesizer train``); ``prefer``: the extra to name
+    for a module that several extras provide. A missing module no extra provides is a bug: re-raised.
+    """
+    from .data.records import DataError
+
+    try:
+        return run()
+    except (DataError, ValueError, FileNotFoundError, ImportError) as e:
         if os.environ.get("SYNTHESIZER_DEBUG"):
             raise
-        print(f"error: {e}", file=sys.stderr)
-        return _exit(EXIT_USAGE)
+        message = missing_extra_message(e, what, prefer) if isinstance(e, ImportError) else str(e)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _exit(code: int) -> int:

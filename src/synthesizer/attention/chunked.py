@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .masks import causal_mask
+from .masks import MASKED, causal_mask
 
 BLOCK_ELEMENTS = 1 << 22  # logits per block: 16 MiB in float32
 
@@ -35,11 +35,11 @@ def _block_probs(q: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | No
     if bias is not None:
         logits += bias[..., s:e, :m]
     if causal:
-        logits.masked_fill_(causal_mask(e - s, m, q.device, start=s), float("-inf"))
+        logits.masked_fill_(causal_mask(e - s, m, q.device, start=s), MASKED)
     if padding is None:  # every row keeps at least its own key (causal) or all keys
         return torch.softmax(logits, dim=-1)
     pad = padding[:, None, None, :m]
-    logits.masked_fill_(pad, float("-inf"))
+    logits.masked_fill_(pad, MASKED)
     empty = torch.isneginf(logits.amax(-1, keepdim=True))
     return torch.softmax(logits.masked_fill_(empty, 0.0), dim=-1).masked_fill_(empty, 0.0)
 

@@ -13,10 +13,16 @@ seq 1024; see the README's benchmark table, reproduced by ``python -m synthesize
   plain layer's peak memory at seq 2048, against 2.7x, so it is not the default. ``fused_bias``
   hands over to ``blockwise`` where its kernel cannot run (dropout while training, non-CPU devices);
 - ``factorized_dense``: only the reference path.
+
+``running_path`` is the one place that decides what a forward pass runs: the layer's ``forward``
+and its ``path`` both ask it, so what ``path`` reports is what runs.
 """
 
 from __future__ import annotations
 
+import torch
+
+from . import fused_bias
 from .kinds import INPUT_INDEPENDENT
 
 IMPLS = ("auto", "reference", "shared", "fused", "fused_bias", "blockwise")
@@ -40,6 +46,20 @@ def applicable_paths(components: tuple[str, ...]) -> list[str]:
 
 
 def choose_path(components: tuple[str, ...], impl: str = "auto") -> str:
+    """The path ``impl`` asks for ("auto": the fastest that applies), or "invalid" if it does not apply.
+    What a forward pass runs also depends on the mode and device: see ``running_path``."""
     if impl != "auto":
         return impl if impl in applicable_paths(components) else "invalid"
     return applicable_paths(components)[0]
+
+
+def running_path(components: tuple[str, ...], impl: str, *, training: bool, dropout: float,
+                 device: torch.device) -> str:
+    """The path a full forward pass runs: ``choose_path``, except that ``fused_bias`` becomes
+    ``blockwise`` where its kernel cannot run (dropout while training: the kernel has no dropout
+    with a float mask; a device without the CPU kernel). Every path computes in the input's dtype:
+    float16 and bfloat16 run on all of them on CPU."""
+    path = choose_path(components, impl)
+    if path == "fused_bias" and ((training and dropout > 0) or not fused_bias.available(device)):
+        return "blockwise"
+    return path

@@ -30,7 +30,8 @@ def allowed_mixers_text() -> str:
 
 
 def check_kind(kind: str) -> str:
-    """The canonical name of ``kind`` (``"R+V"`` -> ``"random+vanilla"``); ValueError listing every allowed kind."""
+    """The canonical name of ``kind`` (``"R+V"`` and ``"vanilla+random"`` -> ``"random+vanilla"``: full names in
+    the order of ``kinds.COMPONENTS``); ValueError listing every allowed kind."""
     if isinstance(kind, str) and kind.strip().lower() in BASELINES:
         return kind.strip().lower()
     parts = [p.strip().lower() for p in kind.split("+")] if isinstance(kind, str) else [None]
@@ -73,7 +74,8 @@ def build_mixer(kind: str, d_model: int, n_heads: int, max_len: int, causal: boo
                 **options) -> nn.Module:
     """A self-attention layer mapping (B, n, d_model) -> (B, n, d_model) for ``kind``.
 
-    Synthesizer kinds (``"random+vanilla"``, aliases such as ``"R+V"``) give ``SynthesizerAttention``
+    Synthesizer kinds (``"random+vanilla"``, aliases such as ``"R+V"``, components in any order: the layer
+    keeps the canonical one, see ``check_kind``) give ``SynthesizerAttention``
     with options ``k``, ``fd_split``, ``dense_per_head``, ``mix_per_head``, ``impl``; ``"linformer"``,
     ``"lightconv"`` and ``"dynamicconv"`` give the baselines with their own options.
     """

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .masks import causal_mask
+from .masks import MASKED, causal_mask
 
 
 class _SharedSoftmaxProduct(torch.autograd.Function):
@@ -53,7 +53,7 @@ def shared_attention(logits: Tensor, v: Tensor, padding: Tensor | None, causal: 
     """
     b, h, n, dh = v.shape
     if causal:
-        logits = logits.masked_fill(causal_mask(n, n, v.device), float("-inf"))
+        logits = logits.masked_fill(causal_mask(n, n, v.device), MASKED)
     keep = None
     if padding is not None:
         keep = (~padding).to(v.dtype)  # (B, n)

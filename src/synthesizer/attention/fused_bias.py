@@ -4,7 +4,8 @@ The fused CPU kernel accepts a float mask but gives no gradient for it (asking f
 to the slow math kernel, which keeps (B, H, n, n) tensors). So the forward and the q/k/v gradients
 go through the fused kernel with the term detached, and the term's gradient, summed over the batch,
 is computed block by block (``chunked.bias_gradient``). Key padding rides along as one extra
-feature (``q' = [q, 1]``, ``k' = [k, -1e30 if padded else 0]``), so no per-example mask exists.
+feature (``q' = [q, 1]``, ``k' = [k, m if padded else 0]`` with ``m = masks.finite_masked_logit``), so no
+per-example mask exists.
 Needs the CPU kernel; ``available()`` says whether this torch build has it.
 """
 
@@ -14,10 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .chunked import bias_gradient
-from .masks import causal_mask
-
-_PADDED = -1e30  # exp(-1e30 - max) is exactly 0 in float32 and bfloat16, without inf arithmetic
+from .chunked import bias_gradient, blockwise_attention
+from .masks import MASKED, causal_mask, finite_masked_logit
 
 
 def available(device: torch.device) -> bool:
@@ -28,7 +27,8 @@ def _fold(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None) -> tuple[Tens
     """One head size for q, k and v (the kernel's condition), padding as an extra key feature."""
     if padding is not None:
         q = torch.cat([q, q.new_ones(q.shape[:-1] + (1,))], dim=-1)
-        key_feature = torch.zeros(padding.shape, dtype=k.dtype, device=k.device).masked_fill(padding, _PADDED)
+        masked = finite_masked_logit(k.dtype)
+        key_feature = torch.zeros(padding.shape, dtype=k.dtype, device=k.device).masked_fill(padding, masked)
         k = torch.cat([k, key_feature[:, None, :, None].expand(-1, k.shape[1], -1, -1)], dim=-1)
     size = max(q.shape[-1], v.shape[-1])
     return F.pad(q, (0, size - q.shape[-1])), F.pad(k, (0, size - k.shape[-1])), F.pad(v, (0, size - v.shape[-1]))
@@ -38,7 +38,7 @@ class _FusedBiasAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, padding, causal):
         n, dv = q.shape[2], v.shape[-1]
-        mask = bias.masked_fill(causal_mask(n, n, q.device), float("-inf")) if causal else bias
+        mask = bias.masked_fill(causal_mask(n, n, q.device), MASKED) if causal else bias
         qf, kf, vf = _fold(q, k, v, padding)
         out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(qf, kf, vf, 0.0, False, attn_mask=mask.unsqueeze(0), scale=1.0)
         empty = None
@@ -67,4 +67,6 @@ class _FusedBiasAttention(torch.autograd.Function):
 
 def fused_bias_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, padding: Tensor | None, causal: bool) -> Tensor:
     """q, k (B, H, n, dq); v (B, H, n, dv); bias (H, n, n) -> (B, H, n, dv). Logits ``q k^T + bias``, unscaled."""
+    if q.shape[2] == 0:  # the CPU kernel dies (SIGFPE) on an empty sequence; the blockwise loop just runs 0 times
+        return blockwise_attention(q, k, v, bias, padding, causal)
     return _FusedBiasAttention.apply(q, k, v, bias, padding, causal)

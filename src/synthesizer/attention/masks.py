@@ -5,6 +5,19 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+# The one masking rule of every path: a masked key (causal or padding) gets the logit -inf, so its
+# weight is exactly 0 in any dtype; a row whose keys are all masked has no softmax, and the spec
+# gives it zeros (``masked_softmax`` here, the same rule in each fast path), never NaN.
+MASKED = float("-inf")
+
+
+def finite_masked_logit(dtype: torch.dtype) -> float:
+    """The masked logit where it must be finite: a key feature that goes through the fused kernel's
+    matmuls, whose backward would turn 0 * inf into NaN. Half the most negative value of ``dtype``:
+    exp(it - max) underflows to exactly 0 next to real logits, and adding one cannot overflow to
+    -inf (a fixed -1e30 does not fit in float16 at all)."""
+    return torch.finfo(dtype).min / 2
+
 
 def check_padding_mask(mask: Tensor | None, batch: int, seq: int) -> None:
     if mask is None:
@@ -36,5 +49,5 @@ def masked_softmax(logits: Tensor, mask: Tensor | None) -> Tensor:
     if mask is None:
         return torch.softmax(logits, dim=-1)
     empty = mask.all(dim=-1, keepdim=True)
-    logits = logits.masked_fill(mask, float("-inf")).masked_fill(empty, 0.0)
+    logits = logits.masked_fill(mask, MASKED).masked_fill(empty, 0.0)
     return torch.softmax(logits, dim=-1).masked_fill(empty, 0.0)

@@ -7,13 +7,15 @@ the fast paths in ``fast.py`` compute the same function without it, and ``dispat
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .cache import AttentionCache
 from .dense import DenseLogits
-from .dispatch import IMPLS, choose_path
+from .dispatch import IMPLS, choose_path, running_path
 from .factorized import FactorizedDenseLogits, FactorizedRandomLogits
 from .chunked import blockwise_attention
 from . import fused_bias
@@ -31,28 +33,38 @@ class SynthesizerAttention(nn.Module):
         d_model, n_heads: width and number of heads (``d_model % n_heads == 0``).
         max_len: longest sequence accepted; random and dense logits are sized by it.
         kind: ``"vanilla"``, ``"dense"``, ``"random"``, ``"fixed_random"``, ``"factorized_dense"``,
-            ``"factorized_random"`` (aliases V, D, R, Rfix, FD, FR) or a ``+``-joined mixture.
+            ``"factorized_random"`` (aliases V, D, R, Rfix, FD, FR) or a ``+``-joined mixture. A
+            mixture's components are put in one canonical order whatever the order written (random,
+            fixed_random, factorized_random, dense, factorized_dense, vanilla): ``"vanilla+R"`` builds
+            the ``"random+vanilla"`` layer, and ``alpha[c]`` always weighs ``components[c]``, so a
+            state_dict loads into a layer of the same components however either kind was spelled.
         causal: mask keys after the query (decoders); enables incremental decoding.
-        dropout: dropout on the attention weights.
+        dropout: dropout on the attention weights, a real number in [0, 1).
         k: rank of ``factorized_random``. fd_split: ``a`` in ``L = a * b`` for ``factorized_dense``.
         dense_per_head: one ``W2, b2`` per head for ``dense``. mix_per_head: one alpha per head.
         impl: ``"auto"`` (the dispatcher picks a fast path) or ``"reference"``; the fast path names
             ``"shared"``, ``"fused"``, ``"fused_bias"``, ``"blockwise"`` force one where it applies.
+            ``path`` says which one a forward pass in the layer's current mode and device runs.
     Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding.
+    An empty batch or sequence gives an empty output, (0, seq, d_model) or (batch, 0, d_model).
     """
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, kind: str = "dense+vanilla", causal: bool = False,
                  dropout: float = 0.0, *, k: int = 8, fd_split: int | None = None, dense_per_head: bool = False,
                  mix_per_head: bool = False, impl: str = "auto"):
         super().__init__()
-        for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len), ("k", k)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        d_model, n_heads, max_len, k = (_positive_int(name, value) for name, value in
+                                        (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len), ("k", k)))
+        fd_split = None if fd_split is None else _positive_int("fd_split", fd_split)
+        for name, value in (("causal", causal), ("dense_per_head", dense_per_head), ("mix_per_head", mix_per_head)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be True or False, got {value!r}")
         if d_model % n_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-        if impl not in IMPLS:
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be a real number in [0, 1), got {dropout!r}")
+        dropout = float(dropout)
+        if not isinstance(impl, str) or impl not in IMPLS:
             raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout, self.impl = causal, dropout, impl
@@ -99,8 +111,10 @@ class SynthesizerAttention(nn.Module):
 
     @property
     def path(self) -> str:
-        """The computation the dispatcher uses for a full forward pass."""
-        return choose_path(self.components, self.impl)
+        """The computation a full forward pass runs now: it follows ``train()``/``eval()`` (dropout
+        sends ``fused_bias`` to ``blockwise`` in training) and the parameters' device."""
+        return running_path(self.components, self.impl, training=self.training, dropout=self.dropout,
+                            device=self.value.weight.device)
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: AttentionCache | None = None) -> Tensor:
@@ -108,7 +122,7 @@ class SynthesizerAttention(nn.Module):
         start = self._check(x, key_padding_mask, cache)
         if cache is not None:
             return self._decode(x, key_padding_mask, cache, start)
-        path = self.path
+        path = self.path  # the same decision that ``path`` reports
         if path == "reference":
             probs, v = self._reference_weights(x, key_padding_mask, 0, None)
             if self.training and self.dropout > 0:
@@ -119,12 +133,11 @@ class SynthesizerAttention(nn.Module):
             heads = shared_attention(self._shared_logits(x.shape[1]), v, key_padding_mask, self.causal, self.dropout, self.training)
         else:
             q, k, bias = self._features(x)
-            dropping = self.training and self.dropout > 0
             if path == "fused":
                 heads = fused_attention(q, k, v, key_padding_mask, self.causal, self.dropout, self.training)
-            elif path == "fused_bias" and fused_bias.available(x.device) and not dropping:
+            elif path == "fused_bias":
                 heads = self._merge(fused_bias.fused_bias_attention(q, k, v, bias, key_padding_mask, self.causal))
-            else:  # blockwise, and fused_bias where its kernel cannot run (another device, dropout)
+            else:
                 heads = self._merge(blockwise_attention(q, k, v, bias, key_padding_mask, self.causal, self.dropout, self.training))
         return self.out(heads)
 
@@ -215,3 +228,10 @@ class SynthesizerAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}, path={self.path!r}"
+
+
+def _positive_int(name: str, value: object) -> int:
+    """``value`` as an int if it is an integer >= 1 (a bool is not); ValueError naming the option otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)

@@ -10,8 +10,8 @@ from torch import Tensor, nn
 
 def split_heads(t: Tensor, n_heads: int) -> Tensor:
     """(B, n, H*dh) -> (B, H, n, dh)."""
-    b, n, _ = t.shape
-    return t.view(b, n, n_heads, -1).transpose(1, 2)
+    b, n, d = t.shape
+    return t.view(b, n, n_heads, d // n_heads).transpose(1, 2)  # dh spelled out: -1 is ambiguous for B=0 or n=0
 
 
 class VanillaLogits(nn.Module):

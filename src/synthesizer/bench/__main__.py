@@ -1,4 +1,5 @@
-"""``python -m synthesizer.bench <layer|model|decode|all|attention> [--quick] [--out results/bench]``.
+"""``python -m synthesizer.bench <layer|model|decode|all|attention> [--quick] [--out results/bench]``
+(the same as ``synthesizer bench ...``).
 
 ``layer``: attention layers over sequence lengths (``attention`` is the same command);
 ``model``: training tokens/s of a small LM and an encoder classifier; ``decode``: generation
@@ -21,8 +22,27 @@ BENCHES = {"layer": layer, "model": model, "decode": decode}
 COMMANDS = ("layer", "attention", "model", "decode", "all", "report")
 
 
-def parser(command: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m synthesizer.bench {command}", description=(BENCHES.get(command) or layer).__doc__.split("\n\n")[0])
+PROG = "python -m synthesizer.bench"  # `synthesizer bench` passes its own name
+
+
+def command_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """The first word of the command line: which benchmark (each one parses the rest)."""
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n", 1)[1].replace("``", ""),
+                                epilog=f"options of one command: {prog} COMMAND --help",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=COMMANDS, help="the benchmark to run, or report")
+    return p
+
+
+def report_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{prog} report", description="Redo a results folder's CSV, markdown and "
+                                "plots from its results.jsonl.")
+    p.add_argument("results_dir", metavar="RESULTS_DIR", help="a folder a benchmark wrote")
+    return p
+
+
+def parser(command: str, prog: str = PROG) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{prog} {command}", description=(BENCHES.get(command) or layer).__doc__.split("\n\n")[0])
     if command == "all":
         p.add_argument("--quick", action="store_true", help="every benchmark's smoke sizes (about a minute)")
         p.add_argument("--kinds", nargs="+", default=None, help="Synthesizer kinds (default: each benchmark's own)")
@@ -47,20 +67,18 @@ def run_all(args: argparse.Namespace, command: str) -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> list[dict]:
-    """Run one command; returns its rows (also written to ``--out``)."""
+def main(argv: list[str] | None = None, prog: str = PROG) -> list[dict]:
+    """Run one command; returns its rows (also written to ``--out``). ``prog``: the name usage lines
+    and the recorded command line start with."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in COMMANDS:
-        sys.exit(f"usage: python -m synthesizer.bench {{{'|'.join(COMMANDS)}}} [--quick] [--out DIR]  (--help after the name for options)")
-    command = argv[0]
+    # Only the first word here, so that `layer --help` reaches the layer parser.
+    command = command_parser(prog).parse_args(argv[:1]).command
     if command == "report":
-        if len(argv) != 2:
-            sys.exit("usage: python -m synthesizer.bench report RESULTS_DIR")
-        for path in rewrite_results(argv[1]):
+        for path in rewrite_results(report_parser(prog).parse_args(argv[1:]).results_dir):
             print(path)
         return []
-    args = parser(command).parse_args(argv[1:])
-    text = "python -m synthesizer.bench " + shlex.join(argv)
+    args = parser(command, prog).parse_args(argv[1:])
+    text = f"{prog} {shlex.join(argv)}"
     start = time.perf_counter()
     rows = run_all(args, text) if command == "all" else BENCHES["layer" if command == "attention" else command].run(args)
     wall = time.perf_counter() - start
@@ -72,5 +90,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     return rows
 
 
-if __name__ == "__main__":
+def _run() -> int:
     main()
+    return 0
+
+
+if __name__ == "__main__":
+    from ..cli import report_errors
+
+    sys.exit(report_errors(_run, PROG, prefer="bench"))

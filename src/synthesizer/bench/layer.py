@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> list[dict]:
             setattr(args, key, value)
     baselines = list(args.baselines)
     if PYPI_LINFORMER in baselines and not pypi_linformer_available():
-        print("# note: the PyPI 'linformer' package is not installed (pip install 'synthesizer[bench]'): "
+        print("# note: the PyPI 'linformer' package is not installed (pip install 'synthesizer-pytorch[bench]'): "
               "its row is skipped", file=sys.stderr)
         baselines.remove(PYPI_LINFORMER)
     names = layer_names(args.kinds, baselines, args.causal, candidates=not args.no_candidates)

@@ -40,7 +40,7 @@ def pypi_linformer_available() -> bool:
 
 
 class PyPILinformer(nn.Module):
-    """``linformer.LinformerSelfAttention`` (the PyPI package, ``pip install synthesizer[bench]``) built
+    """``linformer.LinformerSelfAttention`` (the PyPI package, ``pip install 'synthesizer-pytorch[bench]'``) built
     like our ``LinformerAttention``: same width, heads, max_len and k, separate key and value
     projections (``share_kv=False``), one key/value projection per head (``one_kv_head=False``)."""
 

@@ -42,6 +42,7 @@ def peak_bytes(fn: Callable[[], object], device: torch.device) -> int | None:
 
     On CPU this is the growth of the process's peak resident set (Linux: the kernel's high-water
     mark, reset through /proc/self/clear_refs), which counts every tensor the work keeps alive.
+    Never negative: growth below the resolution of the kernel's counters is reported as 0.
     """
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -54,7 +55,10 @@ def peak_bytes(fn: Callable[[], object], device: torch.device) -> int | None:
         return None
     before = _status_kib("VmRSS")
     fn()
-    return (_status_kib("VmHWM") - before) * 1024
+    # The kernel folds each thread's RSS changes into these counters lazily (in batches of page
+    # faults), so after tiny work the high-water mark can read below the earlier VmRSS. Such work
+    # grew memory by less than the counters resolve: 0 is the honest answer, not a negative size.
+    return max(_status_kib("VmHWM") - before, 0) * 1024
 
 
 def layer_peaks(name: str, seqs: list[int], batch: int, d_model: int, heads: int, causal: bool,

@@ -1,4 +1,4 @@
-"""The paper's public datasets through Hugging Face `datasets` (optional extra `synthesizer[hub]`).
+"""The paper's public datasets through Hugging Face `datasets` (optional extra `synthesizer-pytorch[hub]`).
 
 Each dataset has a `HubSpec`: where it lives on the hub, its task, and a row mapper from the
 hub's row dict to our records (see `records.py`). The mappers are plain functions on dicts, so the
@@ -183,7 +183,7 @@ def _datasets():
     try:
         import datasets
     except ImportError:
-        raise ImportError("hub datasets need Hugging Face `datasets`: pip install 'synthesizer[hub]'") from None
+        raise ImportError("hub datasets need Hugging Face `datasets`: pip install 'synthesizer-pytorch[hub]'") from None
     return datasets
 
 

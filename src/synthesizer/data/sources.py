@@ -5,13 +5,19 @@ File formats (the shared corpora use them, and local files may too; any file may
 * `.txt` (language modelling): documents separated by blank lines; a line `= <title> =` starts a new
   document and is dropped (it is metadata, not text).
 * `.tsv`: no header, no quoting, tab-separated fields. Translation, summarization and dialogue:
-  `source<TAB>target`. Classification/regression: `label<TAB>text` or `label<TAB>text<TAB>text_pair`.
+  `source<TAB>target`. Classification/regression: `label<TAB>text`, or `label<TAB>text<TAB>text_pair`
+  on every line of every split in a text-pair task (declared by `text_pair_column` or `pair=True`,
+  else told by the first line of the train file; see `_check_pair_fields`).
 * `.jsonl`: one JSON object per line; the caller names the columns (`text_column`, ...). A dialogue
   file may instead hold whole conversations in a list column (`turns_column`), as chitchat does.
 
+Every file is UTF-8; a byte-order mark at its start is dropped, and invalid UTF-8 is reported with
+the file and line.
+
 Built-in corpora are looked up, in order, in `$SYNTHESIZER_DATA`, in `../shared/data` next to the
 repository, in `../shared/data` next to the working directory, and last in the small subset shipped
-inside the package (`synthesizer/corpora`, enough for the default job).
+inside the package (`synthesizer/corpora`, enough for the default job). A `packaged_only` corpus
+(`sotu-subset`) is read from the package whatever else exists, so results on it are reproducible.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ class BuiltinCorpus:
     folder: str
     task: str
     ext: str  # ".txt", ".tsv" or ".jsonl"
+    packaged_only: bool = False  # read only from the package's corpora, never from a data root
+    pair: bool = False  # classification/regression: examples are text pairs (3 fields per line)
 
 
 BUILTIN: dict[str, BuiltinCorpus] = {
@@ -48,6 +56,8 @@ BUILTIN: dict[str, BuiltinCorpus] = {
     "chitchat": BuiltinCorpus("dialogue/chitchat", "dialogue", ".jsonl"),
     "rotten-tomatoes": BuiltinCorpus("classification/rotten-tomatoes", "classification", ".tsv"),
     "spam": BuiltinCorpus("classification/spam", "classification", ".tsv"),
+    # the subset of sotu shipped in the package (synthesizer/corpora/README.md): the same on every machine
+    "sotu-subset": BuiltinCorpus("lm/sotu", "lm", ".txt", packaged_only=True),
 }
 
 
@@ -60,14 +70,38 @@ def check_file(path: str | os.PathLike) -> Path:
     return path
 
 
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """Every line of a UTF-8 text file (gzipped or not) without its line break, as `_lines` reads it."""
+    return [line for _, line in _lines(check_file(path))]
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text without its line break) for each line of a UTF-8 file, gzipped or not.
+
+    A UTF-8 byte-order mark at the start of the file is dropped. Line breaks are those of Python's
+    text mode (`\\n`, `\\r\\n` or a lone `\\r`). Each line is decoded on its own, so invalid UTF-8 is
+    reported with its line.
+    """
     opener = gzip.open if path.suffix == ".gz" else open
+    lineno = 0
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                yield lineno, line.rstrip("\n").rstrip("\r")
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+        with opener(path, "rb") as f:
+            for raw in f:
+                try:
+                    # utf-8-sig drops a byte-order mark, which is only meaningful at the start of the file
+                    text = raw.decode("utf-8-sig" if lineno == 0 else "utf-8")
+                except UnicodeDecodeError as e:
+                    # e.object: the bytes decoded (without a BOM); lone CRs before the bad byte end lines
+                    where = lineno + 1 + e.object.count(b"\r", 0, e.start)
+                    raise DataError(f"{path}:{where}: not valid UTF-8 ({e.reason} 0x{e.object[e.start:e.end].hex()}); "
+                                    "save the file as UTF-8") from None
+                if text.endswith("\n"):
+                    text = text[:-1]
+                if text.endswith("\r"):
+                    text = text[:-1]
+                for part in text.split("\r"):  # lone CRs are line breaks too, as in text mode
+                    lineno += 1
+                    yield lineno, part
     except (OSError, EOFError) as e:  # a truncated or non-gzip .gz file
         raise DataError(f"{path}: cannot read: {e}") from None
 
@@ -173,8 +207,13 @@ def dialogue_pairs(turns: list[str], max_history: int | None = 3) -> list[dict[s
 
 def _split_rows(task: str, path: Path, *, text_column: str = "text", text_pair_column: str | None = None,
                 label_column: str = "label", source_column: str = "source", target_column: str = "target",
-                turns_column: str | None = None, max_history: int | None = 3) -> list:
-    """Read one split file into records; classification labels stay raw (mapped to ints later)."""
+                turns_column: str | None = None, max_history: int | None = 3, pair: bool | None = None,
+                pair_why: str = "") -> list:
+    """Read one split file into records; classification labels stay raw (mapped to ints later).
+
+    pair (classification/regression): whether examples are text pairs, `pair_why` says who decided
+    it (for errors); None: the first line of this file decides (see `_check_pair_fields`).
+    """
     name = path.name[:-3] if path.name.endswith(".gz") else path.name
     ext = Path(name).suffix
     if ext not in (".txt", ".tsv", ".jsonl"):
@@ -205,18 +244,40 @@ def _split_rows(task: str, path: Path, *, text_column: str = "text", text_pair_c
     # classification / regression: keep the line number so a bad label can be reported precisely
     rows = []
     if ext == ".tsv":
-        for n, f in read_tsv(path, (2, 3)):
+        table = read_tsv(path, (2, 3))
+        if pair is None:
+            pair, pair_why = len(table[0][1]) == 3, f"its first line has {len(table[0][1])} fields"
+        for n, f in table:
+            _check_pair_fields(path, n, len(f), pair, pair_why)
             row = {"label": f[0], "text": f[1]}
-            if len(f) == 3:
+            if pair:
                 row["text_pair"] = f[2]
             rows.append((n, row))
     else:
+        pair_column = text_pair_column if text_pair_column is not None else ("text_pair" if pair else None)
         for n, obj in read_jsonl(path):
             row = {"label": _get(path, n, obj, label_column, (str, int, float)), "text": _get(path, n, obj, text_column)}
-            if text_pair_column is not None:
-                row["text_pair"] = _get(path, n, obj, text_pair_column)
+            if pair_column is not None:
+                row["text_pair"] = _get(path, n, obj, pair_column)
             rows.append((n, row))
     return rows
+
+
+def _check_pair_fields(path: Path, lineno: int, n_fields: int, pair: bool, why: str) -> None:
+    """One rule for classification/regression `.tsv` lines: `label<TAB>text` in a single-text task,
+    `label<TAB>text<TAB>text_pair` in a text-pair task, never a mix of the two in a corpus.
+
+    The task is a text-pair task when it says so (`text_pair_column` or `pair=True`; a built-in corpus
+    by its `BuiltinCorpus.pair`), else when the first line of the train file has 3 fields.
+    """
+    if n_fields == 2 and not pair or n_fields == 3 and pair:
+        return
+    if pair:
+        raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields (label, text, text_pair), got {n_fields}; "
+                        f"{why}, so this is a text-pair task and every line of every split needs a text pair")
+    raise DataError(f"{path}:{lineno}: expected 2 tab-separated fields (label, text), got {n_fields}; {why}, so this "
+                    "is a single-text task (is there a tab inside the text?). A text-pair task has 3 fields on every "
+                    "line of every split and is declared with data.columns: {text_pair_column: text_pair}")
 
 
 def _label_key(label: Any) -> tuple:
@@ -284,7 +345,7 @@ def corpus_dir(name: str) -> tuple[Path, bool]:
     if name not in BUILTIN:
         raise DataError(f"unknown corpus {name!r}; built-in corpora: {', '.join(BUILTIN)}")
     spec = BUILTIN[name]
-    roots = data_roots()
+    roots = [(PACKAGE_CORPORA, True)] if spec.packaged_only else data_roots()
     for root, packaged in roots:
         folder = root / spec.folder
         if _split_file(folder, "train", spec.ext) is not None:
@@ -302,6 +363,7 @@ def load_corpus(name: str, splits: tuple[str, ...] = SPLITS, *, limit: int | Non
     """
     folder, packaged = corpus_dir(name)
     spec = BUILTIN[name]
+    pair_why = f"corpus {name!r} holds {'text pairs' if spec.pair else 'single texts'}"
     files: dict[str, Path] = {}
     raw: dict[str, list] = {}
     for split in splits:
@@ -309,9 +371,19 @@ def load_corpus(name: str, splits: tuple[str, ...] = SPLITS, *, limit: int | Non
         files[split] = path
         # the shared layouts are the default tsv layouts; chitchat holds whole conversations
         turns = "turns" if spec.task == "dialogue" else None
-        raw[split] = _split_rows(spec.task, check_file(path), turns_column=turns, max_history=max_history)
-    origin = f"{folder} (packaged subset)" if packaged else str(folder)
-    return _finish(name, spec.task, files, raw, origin).limit(limit)
+        raw[split] = _split_rows(spec.task, check_file(path), turns_column=turns, max_history=max_history,
+                                 pair=spec.pair, pair_why=pair_why)
+    return _finish(name, spec.task, files, raw, _origin(folder, packaged)).limit(limit)
+
+
+def _origin(folder: Path, packaged: bool) -> str:
+    """Which copy of a built-in corpus was read: the folder, and the data root it was found under."""
+    if packaged:
+        return f"{folder} (packaged subset shipped with synthesizer)"
+    env = os.environ.get("SYNTHESIZER_DATA")
+    if env and folder.is_relative_to(Path(env)):
+        return f"{folder} (from $SYNTHESIZER_DATA)"
+    return f"{folder} (shared data folder)"
 
 
 # ----------------------------------------------------------------------------- local files
@@ -320,18 +392,33 @@ def load_files(task: str, train: str | os.PathLike, valid: str | os.PathLike | N
                test: str | os.PathLike | None = None, *, name: str | None = None, limit: int | None = None,
                text_column: str = "text", text_pair_column: str | None = None, label_column: str = "label",
                source_column: str = "source", target_column: str = "target", turns_column: str | None = None,
-               max_history: int | None = 3) -> Corpus:
+               max_history: int | None = 3, pair: bool | None = None) -> Corpus:
     """Load a corpus from local `.txt` / `.tsv` / `.jsonl` files (formats in the module docstring).
 
-    Column names apply to `.jsonl` files only; `.tsv` files have a fixed field order.
+    Column names apply to `.jsonl` files only (`.tsv` files have a fixed field order), except that
+    `text_pair_column` also declares a text-pair task for `.tsv` files.
+    pair (classification/regression): whether examples are text pairs (a `.jsonl` file then reads
+    `text_pair_column`, default "text_pair"). None: yes when `text_pair_column` is given, else the
+    first example of the train file decides, and every other line and split must agree with it.
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; allowed: {', '.join(TASKS)}")
+    if pair is False and text_pair_column is not None:
+        raise ValueError(f"pair=False contradicts text_pair_column={text_pair_column!r} (which declares text pairs)")
     files = {s: check_file(p) for s, p in (("train", train), ("valid", valid), ("test", test)) if p is not None}
     kw = dict(text_column=text_column, text_pair_column=text_pair_column, label_column=label_column,
               source_column=source_column, target_column=target_column, turns_column=turns_column,
               max_history=max_history)
-    raw = {split: _split_rows(task, path, **kw) for split, path in files.items()}
+    if pair is None and text_pair_column is not None:
+        pair, why = True, f"text_pair_column={text_pair_column!r} is set"
+    else:
+        why = f"pair={pair} was given"
+    raw: dict[str, list] = {}
+    for split, path in files.items():
+        raw[split] = _split_rows(task, path, pair=pair, pair_why=why, **kw)
+        if pair is None and task in ("classification", "regression"):  # train decides for the other splits
+            pair = "text_pair" in raw[split][0][1]
+            why = f"the train split ({path}) holds {'text pairs' if pair else 'single texts'}"
     name = name or files["train"].name.split(".")[0]
     origin = ", ".join(str(p) for p in files.values())
     return _finish(name, task, files, raw, origin).limit(limit)

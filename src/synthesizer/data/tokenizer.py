@@ -22,7 +22,7 @@ def _tokenizers():
     try:
         import tokenizers
     except ImportError:
-        raise ImportError("the tokenizer needs Hugging Face `tokenizers`: pip install 'synthesizer[train]'") from None
+        raise ImportError("the tokenizer needs Hugging Face `tokenizers`: pip install 'synthesizer-pytorch[train]'") from None
     return tokenizers
 
 

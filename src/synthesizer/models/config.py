@@ -57,8 +57,10 @@ class ModelConfig:
                 _positive_int(name, getattr(self, name))
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; pick n_heads that divides d_model")
-        if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        if not isinstance(self.tie_embeddings, bool):
+            raise ValueError(f"tie_embeddings must be true or false, got {self.tie_embeddings!r}")
         for name, value, allowed in (("positions", self.positions, POSITIONS), ("pooling", self.pooling, POOLINGS),
                                      ("on_too_long", self.on_too_long, TOO_LONG_POLICIES),
                                      ("cross_attention", self.cross_attention, CROSS_KINDS)):

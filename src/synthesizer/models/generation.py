@@ -132,7 +132,8 @@ def _prompts(prompts: Tensor | Sequence[Sequence[int]], pad_id: int, device: tor
         return prompts.to(device), torch.full((prompts.shape[0],), prompts.shape[1], device=device)
     rows = [torch.as_tensor(list(p), dtype=torch.long) for p in prompts]
     if not rows or any(len(r) == 0 for r in rows):
-        raise ValueError("every prompt needs at least one token (give BOS to start from nothing)")
+        raise ValueError("every prompt needs at least one token (to start from nothing, give the token the LM "
+                         "saw before each document: EOS for the `lm` task, which puts it between documents)")
     lengths = torch.tensor([len(r) for r in rows], device=device)
     ids = torch.full((len(rows), int(lengths.max())), pad_id, dtype=torch.long)
     for i, r in enumerate(rows):
@@ -157,11 +158,27 @@ def _limit(model: nn.Module, lengths: Tensor, max_new_tokens: int) -> Tensor:
     return end
 
 
+def _check_sources(src: Tensor, src_padding_mask: Tensor | None) -> None:
+    """ValueError for a source with no token: src (B, s) of length 0, or a row that is all padding.
+    The decoder would attend to nothing (NaN, or a crash in some kernels) and invent a translation."""
+    if src.shape[1] == 0:
+        raise ValueError(f"source ids of shape {tuple(src.shape)} hold no token: every source needs at least one")
+    if src_padding_mask is not None:
+        if src_padding_mask.shape != src.shape:
+            raise ValueError(f"src_padding_mask of shape {tuple(src_padding_mask.shape)} does not match "
+                             f"the source ids' {tuple(src.shape)}")
+        empty = src_padding_mask.bool().all(dim=1).nonzero().flatten().tolist()
+        if empty:
+            raise ValueError(f"source row(s) {', '.join(map(str, empty))} are all padding: every source needs "
+                             f"at least one token")
+
+
 def _setup(model: nn.Module, inputs, src_padding_mask: Tensor | None, max_new_tokens: int, repeat: int, use_cache: bool):
     config, device = model.config, next(model.parameters()).device
     if isinstance(model, EncoderDecoder):
         if not isinstance(inputs, Tensor) or inputs.dim() != 2:
             raise ValueError("an encoder-decoder needs source ids as a (batch, src_len) tensor, with src_padding_mask for padding")
+        _check_sources(inputs, src_padding_mask)
         memory = model.encode(inputs.to(device), None if src_padding_mask is None else src_padding_mask.to(device))
         mask = None if src_padding_mask is None else src_padding_mask.to(device)[:, : memory.shape[1]]
         seqs = torch.full((memory.shape[0], 1), config.bos_id, dtype=torch.long, device=device)

@@ -10,6 +10,9 @@ so running the same command again finishes an interrupted comparison. With ``--j
 train N at a time, each in its own process (small models use few cores well, so on a 2-core machine
 two one-thread runs finish a comparison almost twice as fast as one). ``OUT/results.json`` is
 updated after every run; ``OUT/report.md``, ``OUT/report.html`` and the PNGs are written at the end.
+Each run's record carries ``provenance`` (its data.json: corpus, origin, split and tokenizer hashes).
+``OUT`` is locked while a comparison runs in it: a second ``compare`` on the same ``--out`` is refused
+at once (each run folder is locked as well, against a ``synthesizer train`` into it).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
 from .claims import evaluate_claims
 from .document import build_report
@@ -95,6 +99,14 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
     extra = steps_overrides(steps) if steps is not None else []
     tasks = [(t, config_fn(t.config, [*task_overrides(t, size), *extra, *overrides])) for t in spec.tasks]
     out = Path(out or f"runs/compare-{preset}-{size}")
+    with FolderLock(out, "comparison folder"):  # held until the report is written
+        return _compare(preset, size, kinds, seeds, out, tasks, jobs, threads, heatmaps, command, run_fn, load_fn, log)
+
+
+def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, tasks: list, jobs: int,
+             threads: int | None, heatmaps: bool, command: str, run_fn: Callable, load_fn: Callable,
+             log: Callable[[str], None]) -> dict:
+    """The body of :func:`run_comparison`, run while ``out`` is locked."""
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
 
     results = load_results(out) if (out / FILENAME).exists() else empty_results()
@@ -133,6 +145,9 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
             record.setdefault("task", base.task)
             record.setdefault("data", data_name(base))
             record["run_dir"] = str(run_dir.relative_to(out))
+            data_record = run_dir / "data.json"
+            if "provenance" not in record and data_record.is_file():  # a failed run: its data is known all the same
+                record["provenance"] = json.loads(data_record.read_text(encoding="utf-8"))
             if took and hasattr(os, "getloadavg"):  # how busy the machine was: timings are only as good as this
                 record["load_average_1min"] = round(os.getloadavg()[0], 2)
             speed = window_speed(run_dir / "log.jsonl")

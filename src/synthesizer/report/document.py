@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from . import plots
-from .claims import CANNOT_TELL, CONTRADICTS, SINGLE_SEED_TOLERANCE, SPEED_TOLERANCE, SUPPORTS, Verdict, evaluate_claims
+from .claims import CANNOT_TELL, CONTRADICTS, MIN_SEEDS, SPEED_TOLERANCE, SUPPORTS, Verdict, evaluate_claims
 from .render import Block, write_report
 from .results import save_results
 from .tables import Group, build_groups, group_key, table_rows
@@ -109,14 +109,18 @@ def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder
 def _claim_blocks(verdicts: list[Verdict]) -> list[Block]:
     blocks: list[Block] = [
         ("h2", "The paper's claims"),
-        ("p", "Each claim of PAPER.md is checked by an explicit rule over the tables above. A relative quality gap "
-              "(positive = worse; on the log scale for perplexity) is compared with a threshold and with its "
-              f"uncertainty: the seed spread (std of both variants), or a {SINGLE_SEED_TOLERANCE:.0%} tolerance "
-              f"when a variant has one seed; speeds use a {SPEED_TOLERANCE:.0%} timing tolerance (or the seed spread "
-              "if larger). **supports**: the rule holds even at the edge of the spread; **contradicts**: it fails "
-              "beyond the spread; **cannot tell**: the difference is within the spread, or the run lacks a variant "
-              "or task the claim needs. These are small CPU models trained for minutes: a verdict is about this "
-              "run, not about the paper's full-size setting."),
+        ("p", "Each claim of the paper is checked by an explicit rule over the tables above. Quality is compared "
+              "as the **kept share**: the part of vanilla's gain over the trivial predictor (unigram model, majority "
+              "class, copying the source) that a variant keeps, on the log scale for perplexity; a loss of 0.1 is "
+              "a tenth of vanilla's gain, whatever the model size. Its uncertainty is measured: a 95% t-interval "
+              f"of the paired per-seed losses with {MIN_SEEDS} or more seeds, and a paired bootstrap over test "
+              "examples where per-example scores are recorded; with neither, nothing is measured. The thresholds "
+              "are the paper's own gaps on the same scale (docs/paper_numbers.md of the project). **supports**: the "
+              "whole interval satisfies the rule; **contradicts**: the whole interval violates it; **cannot tell**: "
+              "the interval straddles the threshold, nothing was measured, vanilla does not clearly beat the "
+              "trivial predictor, or the run lacks a variant or task the claim needs. Speeds use a "
+              f"{SPEED_TOLERANCE:.0%} timing tolerance (or the seed spread if larger). These are small CPU models "
+              "trained for minutes: a verdict is about this run, not about the paper's full-size setting."),
         ("table", ["claim", "verdict"], [[f"{v.number}. {v.claim}", f"**{_MARK[v.verdict]}**"] for v in verdicts]),
     ]
     for v in verdicts:

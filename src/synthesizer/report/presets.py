@@ -47,13 +47,16 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
-    # quick: the first 40 training addresses (the oldest of the split), a 64-wide 2-layer model, 200 steps
+    # quick: a 64-wide 2-layer model, 200 steps, on the subset shipped in the package (all 84 training
+    # addresses, 1919-2001; full valid and test), never a larger copy found on the machine, so the
+    # demo's numbers are the same everywhere. No data.limit: 200 steps of 2048 tokens see about half
+    # of it once, and a prefix of a chronological file keeps the addresses farthest from valid/test.
     "lm": Preset("lm", "language modelling on State of the Union addresses", "perplexity", (
         PresetTask("lm-sotu-small", (
-            "data.limit=40", "tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256",
+            "data.corpus=sotu-subset", "tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256",
             "batch.block_size=128", "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
             "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
-            "language modelling (SOTU)"),)),
+            "language modelling (SOTU subset)"),)),
     "mt": Preset("mt", "machine translation, English to Spanish (Bible) and English to German (LibreOffice)", "BLEU", (
         PresetTask("mt-bible-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64",
                                       "model.max_len=96", "train.max_steps=120", "eval.max_new_tokens=64",

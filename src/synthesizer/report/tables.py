@@ -44,6 +44,11 @@ class Row:
     rel_params_attention: float | None = None
     rel_speed: float | None = None         # tokens/s ratio
     rel_time: float | None = None          # train time ratio
+    # per seed whose metric counts, in seed order (paired comparisons between variants use these)
+    ok_seeds: list[int] = field(default_factory=list)
+    metric_values: list[float] = field(default_factory=list)
+    per_example: list[dict | None] = field(default_factory=list)  # each record's "per_example" (None: absent)
+    baselines: dict = field(default_factory=dict)  # trivial predictors' test scores (the records' "baselines")
 
 
 @dataclass
@@ -138,12 +143,15 @@ def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -
     params = (trained[0].get("params") or {}) if trained else {}
 
     n = len(runs)
-    notes = [f"{what} {len(rs)}/{n} seeds" for what, rs in (("diverged", diverged), ("failed", failed)) if rs]
+    steps = [str(r["diverged_step"]) for r in diverged if r.get("diverged_step") is not None]
+    at_step = f" at step {', '.join(steps)}" if steps else ""  # older records have no step
+    notes = [f"{what} {len(rs)}/{n} seeds{at}" for what, rs, at in (("diverged", diverged, at_step), ("failed", failed, ""))
+             if rs]
     if ok:
         status = "at chance" if at_chance(mean, chance, higher) else "ok"
         status = "; ".join([status, *notes])
     elif diverged:
-        status = "diverged" if len(diverged) == n else "; ".join(["diverged", *notes[1:]])
+        status = f"diverged{at_step}" if len(diverged) == n else "; ".join([f"diverged{at_step}", *notes[1:]])
     elif failed:
         status = "failed" if len(failed) == n else "; ".join(["failed", *notes])
     else:
@@ -153,7 +161,10 @@ def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -
                params_total=params.get("total"), params_attention=attention_params(params),
                tokens_per_s=speed, tokens_per_s_std=speed_std, train_time_s=time,
                steps=trained[0].get("steps") if trained else None,
-               errors=[r["error"] for r in failed])
+               errors=[r["error"] for r in failed],
+               ok_seeds=[r.get("seed", 0) for r in ok], metric_values=[r["test_metrics"][metric] for r in ok],
+               per_example=[r.get("per_example") for r in ok],
+               baselines=next((dict(r["baselines"]) for r in trained if r.get("baselines")), {}))
 
 
 def attention_params(params: dict) -> int | None:

@@ -56,6 +56,14 @@ class Task:
     def baselines(self, split: str = "test") -> dict[str, float]:
         return {}
 
+    def uniform_loss(self) -> float | None:
+        """Training loss of a predictor that spreads its probability evenly: ln V over the vocabulary
+        (language models, seq2seq), ln K over K classes; None for regression (no such predictor)."""
+        if self.family == "classifier":
+            k = self.corpus.num_labels
+            return math.log(k) if k is not None and k > 1 else None
+        return math.log(self.tok.vocab_size)
+
     # ------------------------------------------------------------------ shared helpers
     def fit(self, ids: list[int], limit: int, where: str, cap_key: str | None = None) -> list[int]:
         """Cut ``ids`` to ``limit`` tokens where the user chose truncation, else raise DataError.

@@ -2,7 +2,11 @@
 dataclass that loads from YAML or JSON, takes ``a.b=value`` overrides and rejects unknown keys.
 
 Every section is a plain dict, checked key by key here (an unknown key raises ValueError naming it and
-the allowed keys) and value by value by the objects built from it (``ModelConfig``, ``TrainConfig``).
+the allowed keys) and value by value, when the config is built, by one dataclass per section:
+``model`` by ``ModelConfig``, ``train`` by ``TrainConfig`` (plus ``label_smoothing``), ``data``,
+``tokenizer``, ``batch`` and ``eval`` by :class:`DataOptions`, :class:`TokenizerOptions`,
+:class:`BatchOptions` and :class:`EvalOptions` below. A bad value raises ValueError naming the key
+(``train.lr``), the value and what is allowed, before any data is read or any folder is written.
 Shipped configs live in ``synthesizer/configs/*.yaml`` and are found by name (``lm-sotu-small``).
 """
 
@@ -15,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..attention.factory import check_kind
 from ..data.records import TASKS
@@ -24,18 +28,132 @@ from ..training.loop import TrainConfig
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
-DATA_KEYS = ("corpus", "hub", "train", "valid", "test", "columns", "name", "limit", "max_history",
-             "data_files", "path")
 COLUMN_KEYS = ("text_column", "text_pair_column", "label_column", "source_column", "target_column", "turns_column")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive(section: str, options: Any, names: tuple[str, ...]) -> None:
+    """Each of ``names`` on ``options`` is None or an integer >= 1."""
+    for name in names:
+        value = getattr(options, name)
+        if value is not None and (not _is_int(value) or value < 1):
+            raise ValueError(f"{section}.{name} must be a positive integer, got {value!r}")
+
+
+@dataclass
+class DataOptions:
+    """The ``data`` section: exactly one source (``corpus``, ``hub`` or ``train``/``valid``/``test`` paths)."""
+
+    corpus: str | None = None
+    hub: str | None = None
+    train: str | None = None
+    valid: str | None = None
+    test: str | None = None
+    columns: dict = field(default_factory=dict)
+    name: str | None = None
+    limit: int | None = None             # at most this many examples per split
+    max_history: int | None = 3          # dialogue: turns of history per example
+    data_files: Any = None               # hub: a file, a list of files or {split: file(s)}
+    path: str | None = None              # hub: a local folder holding the data files
+
+    def __post_init__(self) -> None:
+        for name in ("corpus", "hub", "train", "valid", "test", "name", "path"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"data.{name} must be a non-empty string, got {value!r}")
+        _positive("data", self, ("limit", "max_history"))
+        files = self.data_files
+        if files is not None and not isinstance(files, (str, list, dict)):
+            raise ValueError(f"data.data_files must be a file, a list of files or a mapping split -> file(s), got {files!r}")
+        sources = [k for k in ("corpus", "hub", "train") if getattr(self, k) is not None]
+        if len(sources) != 1:
+            raise ValueError("config section 'data' needs exactly one of: corpus (a built-in corpus), hub (a hub "
+                             f"dataset) or train/valid/test (local files); got {', '.join(sources) or 'none'}")
+        if self.train is not None:
+            for split in ("valid", "test"):
+                if getattr(self, split) is None:
+                    raise ValueError(f"data.{split} is missing: local files need train, valid and test paths")
+        if not isinstance(self.columns, dict):
+            raise ValueError("data.columns must be a mapping such as {text_column: text}")
+        for key, value in self.columns.items():
+            if key not in COLUMN_KEYS:
+                raise _unknown(key, "data.columns.", COLUMN_KEYS)
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                raise ValueError(f"data.columns.{key} must be a column name or index, got {value!r}")
+
+
+@dataclass
+class TokenizerOptions:
+    """The ``tokenizer`` section (byte-level BPE trained on the train split)."""
+
+    vocab_size: int = 8000
+    min_frequency: int = 2
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.vocab_size) or self.vocab_size < 262:
+            raise ValueError("tokenizer.vocab_size must be an integer >= 262 (6 special tokens + 256 bytes), "
+                             f"got {self.vocab_size!r}")
+        _positive("tokenizer", self, ("min_frequency",))
+
+
+@dataclass
+class BatchOptions:
+    """The ``batch`` section; None leaves the task's default. Lengths are checked against ``model.max_len``."""
+
+    max_tokens: int | None = None
+    max_sentences: int | None = None
+    block_size: int | None = None
+    max_src_len: int | None = None
+    max_tgt_len: int | None = None
+    max_len: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("batch", self, tuple(f.name for f in dataclasses.fields(self)))
+
+    def check_lengths(self, model_max_len: int) -> None:
+        for key in ("block_size", "max_src_len", "max_len"):
+            value = getattr(self, key)
+            if value is not None and value > model_max_len:
+                raise ValueError(f"batch.{key}={value!r} must be an integer in [1, model.max_len={model_max_len}]")
+        if self.max_tgt_len is not None and self.max_tgt_len > model_max_len - 1:
+            raise ValueError(f"batch.max_tgt_len={self.max_tgt_len!r} must be an integer in [1, model.max_len - 1 = "
+                             f"{model_max_len - 1}] (the decoder input also holds the start token)")
+
+
+@dataclass
+class EvalOptions:
+    """The ``eval`` section; None leaves the task's default."""
+
+    beam_size: int | None = None
+    length_penalty: float | None = None
+    max_eval_examples: int | None = None
+    max_new_tokens: int | None = None
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive("eval", self, ("beam_size", "max_eval_examples", "max_new_tokens", "batch_size"))
+        lp = self.length_penalty
+        if lp is not None and (isinstance(lp, bool) or not isinstance(lp, (int, float)) or not lp >= 0):
+            raise ValueError(f"eval.length_penalty must be a number >= 0, got {lp!r}")
+
+
+def _keys(options: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(options))
+
+
+DATA_KEYS = _keys(DataOptions)
 # set from the tokenizer and the data, never by hand
 MODEL_DERIVED = ("vocab_size", "pad_id", "bos_id", "eos_id", "n_classes")
 MODEL_KEYS = tuple(f.name for f in dataclasses.fields(ModelConfig) if f.name not in MODEL_DERIVED)
 # seed is top-level; model selection is the task's choice; progress is a run_experiment argument
 TRAIN_OWN = ("seed", "best_metric", "best_mode", "progress")
 TRAIN_KEYS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name not in TRAIN_OWN) + ("label_smoothing",)
-TOKENIZER_KEYS = ("vocab_size", "min_frequency")
-BATCH_KEYS = ("max_tokens", "max_sentences", "block_size", "max_src_len", "max_tgt_len", "max_len")
-EVAL_KEYS = ("beam_size", "length_penalty", "max_eval_examples", "max_new_tokens", "batch_size")
+TOKENIZER_KEYS = _keys(TokenizerOptions)
+BATCH_KEYS = _keys(BatchOptions)
+EVAL_KEYS = _keys(EvalOptions)
 SECTIONS = {"data": DATA_KEYS, "model": MODEL_KEYS, "train": TRAIN_KEYS, "tokenizer": TOKENIZER_KEYS,
             "batch": BATCH_KEYS, "eval": EVAL_KEYS}
 TOP_KEYS = ("task", *SECTIONS, "seed")
@@ -96,53 +214,33 @@ class ExperimentConfig:
             for key in section:
                 if key not in allowed:
                     raise _unknown(key, f"{name}.", allowed)
-            setattr(self, name, _numbers(dict(section)))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            section = _numbers(dict(section))
+            if name in ("tokenizer", "batch", "eval"):  # null there means "the default", as if not given
+                section = {k: v for k, v in section.items() if v is not None}
+            setattr(self, name, section)
+        if not _is_int(self.seed):
             raise ValueError(f"seed must be an integer, got {self.seed!r}")
-        self._check_data()
         self._check_values()
 
     # ------------------------------------------------------------------ checks
-    def _check_data(self) -> None:
-        sources = [k for k in ("corpus", "hub", "train") if k in self.data]
-        if len(sources) != 1:
-            raise ValueError("config section 'data' needs exactly one of: corpus (a built-in corpus), hub (a hub "
-                             f"dataset) or train/valid/test (local files); got {', '.join(sources) or 'none'}")
-        if "train" in self.data:
-            for split in ("valid", "test"):
-                if split not in self.data:
-                    raise ValueError(f"data.{split} is missing: local files need train, valid and test paths")
-        columns = self.data.get("columns", {})
-        if not isinstance(columns, dict):
-            raise ValueError("data.columns must be a mapping such as {text_column: text}")
-        for key in columns:
-            if key not in COLUMN_KEYS:
-                raise _unknown(key, "data.columns.", COLUMN_KEYS)
-
     def _check_values(self) -> None:
-        """Build the objects once with placeholder sizes, so bad values fail before any data is read."""
-        ModelConfig(vocab_size=1000, pad_id=0, bos_id=1, eos_id=2, **self.model)
-        train = {k: v for k, v in self.train.items() if k != "label_smoothing"}
-        TrainConfig(**{"max_steps": 1, **train})
+        """Build every section's dataclass once (the model with placeholder sizes), so a bad value fails
+        here, before any data is read or any run folder is written."""
+        DataOptions(**self.data)
+        TokenizerOptions(**self.tokenizer)
+        EvalOptions(**self.eval)
+        model = _in_section("model", lambda: ModelConfig(vocab_size=1000, pad_id=0, bos_id=1, eos_id=2, **self.model))
+        BatchOptions(**self.batch).check_lengths(model.max_len)
+        self.train_config(max_steps=self.train.get("max_steps", 1))
         smoothing = self.train.get("label_smoothing", 0.0)
-        if not isinstance(smoothing, (int, float)) or not 0.0 <= smoothing < 1.0:
-            raise ValueError(f"train.label_smoothing must be in [0, 1), got {smoothing!r}")
-        max_len = self.model.get("max_len", ModelConfig.max_len)
-        for key in ("block_size", "max_src_len", "max_len"):
-            value = self.batch.get(key)
-            if value is not None and (not isinstance(value, int) or value < 1 or value > max_len):
-                raise ValueError(f"batch.{key}={value!r} must be an integer in [1, model.max_len={max_len}]")
-        tgt = self.batch.get("max_tgt_len")
-        if tgt is not None and (not isinstance(tgt, int) or tgt < 1 or tgt > max_len - 1):
-            raise ValueError(f"batch.max_tgt_len={tgt!r} must be an integer in [1, model.max_len - 1 = {max_len - 1}] "
-                             "(the decoder input also holds the start token)")
-        for key in ("max_tokens", "max_sentences", "beam_size", "max_eval_examples", "max_new_tokens", "batch_size"):
-            value = self.batch.get(key, self.eval.get(key))
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{'batch' if key in self.batch else 'eval'}.{key} must be a positive integer, got {value!r}")
-        vocab = self.tokenizer.get("vocab_size")
-        if vocab is not None and (not isinstance(vocab, int) or vocab < 262):
-            raise ValueError(f"tokenizer.vocab_size must be an integer >= 262 (6 special tokens + 256 bytes), got {vocab!r}")
+        if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0.0 <= smoothing < 1.0:
+            raise ValueError(f"train.label_smoothing must be a number in [0, 1), got {smoothing!r}")
+
+    def train_config(self, **fields: Any) -> TrainConfig:
+        """The ``TrainConfig`` of the ``train`` section and ``seed`` (``fields`` add or replace fields);
+        its errors name the key as ``train.<field>``."""
+        train = {k: v for k, v in self.train.items() if k != "label_smoothing"}
+        return _in_section("train", lambda: TrainConfig(**{**train, "seed": self.seed, **fields}))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -195,6 +293,19 @@ class ExperimentConfig:
     @property
     def attention(self) -> str:
         return check_kind(self.model.get("attention", ModelConfig.attention))
+
+
+def _in_section(section: str, build: Callable[[], Any]) -> Any:
+    """``build()``, with a ValueError that names a field (``lr must ...``) re-raised as ``train.lr must ...``."""
+    try:
+        return build()
+    except ValueError as e:
+        message = str(e)
+        name = re.match(r"^[a-z_]+", message)
+        fields = {f.name for f in dataclasses.fields(ModelConfig)} | {f.name for f in dataclasses.fields(TrainConfig)}
+        if name and name.group(0) in fields:
+            raise ValueError(f"{section}.{message}") from None
+        raise ValueError(f"{section}: {message}") from None
 
 
 def apply_override(data: dict, item: str) -> None:

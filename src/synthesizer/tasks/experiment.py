@@ -3,7 +3,11 @@
 Run folder written by :func:`run_experiment` (rank 0 only under ``torchrun``)::
 
     out_dir/
-      experiment.json     the ExperimentConfig (resume checks it against the one given)
+      .lock               held (flock) by the process training here; a second one is refused at once
+      experiment.json     the ExperimentConfig, written first (resume checks it against the one given)
+      data.json           where the data came from and content hashes of its splits and of the
+                          tokenizer (see data/provenance.py), written first too: even a run that
+                          crashed before its first checkpoint can be told apart from another
       tokenizer/          trained once on the train split, reused on resume
       labels.json         classification label names (index = class id)
       log.jsonl           the Trainer's train/eval records (eval records carry the mixture weights)
@@ -12,7 +16,14 @@ Run folder written by :func:`run_experiment` (rank 0 only under ``torchrun``)::
 
 ``result.json`` (and the returned dict): task, data, attention, seed, config, test_metrics,
 valid_metrics, baselines, primary_metric, higher_is_better, curve, mixture_weights, components,
-params, train_time_s, train_tokens_per_s, steps, checkpoint, log, diverged (and stopped).
+params, train_time_s, train_tokens_per_s, steps, checkpoint, log, diverged, diverged_step (the first
+update of the divergent stretch, or None), stopped, provenance (data.json's content).
+
+Resuming (``resume=True``) continues the run in ``out_dir`` only if it is the same run: the same
+config, except the fields in ``RESUMABLE`` (more or fewer steps, time cap, logging, evaluation and
+checkpoint cadence, and the ``eval`` section, which only changes what is measured), the same data
+(content hashes of every split) and the same tokenizer file. Anything else is refused with one line
+naming what differs. Without ``resume``, a folder holding a checkpoint is refused.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import warnings
 from pathlib import Path
 
@@ -29,13 +41,15 @@ from torch import nn
 from ..attention.factory import BASELINES
 from ..attention.kinds import COMPONENTS, parse_kind
 from ..data.hub import load_hub
+from ..data.provenance import data_differences, data_provenance, file_hash, tokenizer_provenance
 from ..data.records import SEQ2SEQ_TASKS, Corpus, DataError
 from ..data.sources import load_corpus, load_files
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
 from ..models import ModelConfig, build_model
 from ..training import distributed as dist
-from ..training.checkpoint import load_model_weights, resolve_checkpoint
-from ..training.loop import Trainer, TrainConfig, seed_everything
+from ..training.checkpoint import CheckpointError, load_model_weights, resolve_checkpoint
+from ..training.lock import FolderLock
+from ..training.loop import Diverged, Trainer, seed_everything
 from .base import Task
 from .classification import ClassificationTask
 from .config import ExperimentConfig
@@ -45,12 +59,11 @@ from .seq2seq import Seq2SeqTask
 TASK_CLASSES: dict[str, type[Task]] = {"lm": LMTask, "classification": ClassificationTask,
                                        "regression": ClassificationTask,
                                        **{t: Seq2SeqTask for t in SEQ2SEQ_TASKS}}
-# sections that fix the model and tokenizer: a resumed run must keep them
-FROZEN_SECTIONS = ("task", "data", "model", "tokenizer")
-
-
-class Diverged(RuntimeError):
-    """The training loss became NaN or infinite."""
+# config fields a resumed run may change (everything else must match the saved run): they decide how
+# long to train and what is logged, evaluated and saved, not what each update does
+RESUMABLE = ("train.max_steps", "train.max_minutes", "train.log_every", "train.eval_every", "train.save_every",
+             "eval.*")
+DATA_FILE = "data.json"
 
 
 # ----------------------------------------------------------------------------- building blocks
@@ -148,27 +161,74 @@ def _finite(metrics: dict) -> dict:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
 
 
-def _check_resume(cfg: ExperimentConfig, out_dir: Path, resume: bool) -> None:
+def _flatten(config: dict) -> dict:
+    """``{"train.lr": 0.001, "model.d_model": 16, "seed": 0, ...}`` of a config dict."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and key != "seed":
+            out.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
+def _resumable(key: str) -> bool:
+    return key in RESUMABLE or f"{key.split('.')[0]}.*" in RESUMABLE
+
+
+def _check_resume(cfg: ExperimentConfig, data: dict, out_dir: Path, resume: bool) -> None:
+    """Refuse to start in a folder holding a run (without resume) or to resume a different run (one line)."""
     if not resume and (out_dir / "last").exists():
         raise ValueError(f"{out_dir} already holds a trained run; pass resume (--resume) to continue it, "
                          "or choose another output folder (--out)")
+    if not resume:
+        return
+    differ = []
     saved = out_dir / "experiment.json"
-    if resume and saved.exists():
-        before = json.loads(saved.read_text())
-        now = cfg.to_dict()
-        changed = [k for k in FROZEN_SECTIONS if before.get(k) != now.get(k)]
-        if changed and (out_dir / "last").exists():
-            raise ValueError(f"cannot resume {out_dir}: config section(s) {', '.join(changed)} differ from the "
-                             f"saved run ({saved}); only train/batch/eval settings may change on resume")
+    if saved.exists():
+        before, now = _flatten(json.loads(saved.read_text())), _flatten(cfg.to_dict())
+        for key in sorted(set(before) | set(now)):
+            if before.get(key) != now.get(key) and not _resumable(key):
+                differ.append(f"{key} ({before.get(key, 'unset')!r} before, {now.get(key, 'unset')!r} now)")
+    record = out_dir / DATA_FILE
+    if record.exists():
+        saved_data = json.loads(record.read_text())
+        differ += data_differences(saved_data.get("data", {}), data)
+        token_file = out_dir / "tokenizer" / TOKENIZER_FILE
+        expected = (saved_data.get("tokenizer") or {}).get("sha256")
+        if expected and token_file.is_file() and file_hash(token_file) != expected:
+            differ.append(f"the tokenizer file {token_file} (changed since the run started)")
+    if differ:
+        raise ValueError(f"cannot resume {out_dir}: it holds a different run: {'; '.join(differ)}; only "
+                         f"{', '.join(RESUMABLE)} may change on resume; choose another output folder (--out)")
 
 
-def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: bool) -> Tokenizer:
-    """Train the tokenizer on the train split once per run folder (rank 0), reuse it on resume."""
+def _open_run_folder(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: bool) -> dict:
+    """Rank 0, holding the folder's lock: check ``out_dir`` may hold this run, then write experiment.json
+    and data.json before anything else. Returns data.json's content."""
+    data = data_provenance(corpus)
+    _check_resume(cfg, data, out_dir, resume)
+    record = out_dir / DATA_FILE
+    saved = json.loads(record.read_text()) if resume and record.exists() else {}
+    provenance = {"data": data, "tokenizer": saved.get("tokenizer")}
+    _write_json(out_dir / "experiment.json", cfg.to_dict())
+    _write_json(record, provenance)
+    return provenance
+
+
+def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: bool, provenance: dict) -> Tokenizer:
+    """Train the tokenizer on the train split once per run folder (rank 0), reuse it on resume.
+
+    Rank 0 records the saved file's hash in data.json (and in ``provenance``, which it updates).
+    """
     folder = out_dir / "tokenizer"
-    if dist.is_main() and not (resume and (folder / TOKENIZER_FILE).exists()):
-        tok = Tokenizer.train(corpus.texts("train"), vocab_size=int(cfg.tokenizer.get("vocab_size", 8000)),
-                              min_frequency=int(cfg.tokenizer.get("min_frequency", 2)))
-        tok.save(folder)
+    if dist.is_main():
+        if not (resume and (folder / TOKENIZER_FILE).exists()):
+            tok = Tokenizer.train(corpus.texts("train"), vocab_size=int(cfg.tokenizer.get("vocab_size", 8000)),
+                                  min_frequency=int(cfg.tokenizer.get("min_frequency", 2)))
+            tok.save(folder)
+        provenance["tokenizer"] = tokenizer_provenance(folder / TOKENIZER_FILE)
+        _write_json(out_dir / DATA_FILE, provenance)
     dist.barrier()
     return Tokenizer.load(folder)
 
@@ -178,38 +238,41 @@ def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: boo
 def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = False, progress: bool = True) -> dict:
     """Train (or resume) ``cfg`` in ``out_dir``, evaluate the best checkpoint on test, write ``result.json``.
 
-    Works in one process or under ``torchrun`` (data sharded by rank; rank 0 writes every file and
-    returns the same dict on every rank). A NaN/inf training loss stops training and is reported as
-    ``"diverged": true`` with the metrics of the best checkpoint before it (if any).
+    Works in one process or under ``torchrun`` (data sharded by rank; rank 0 locks the folder, writes
+    every file and returns the same dict on every rank). A diverged training loss (see
+    :class:`~synthesizer.training.loop.Diverged`) stops training and is reported as ``"diverged": true``
+    with ``diverged_step`` and the metrics of the best checkpoint before it (if any).
     """
     out_dir = Path(out_dir)
     if "max_steps" not in cfg.train:
         raise ValueError("train.max_steps is required (the number of optimizer updates)")
     info = dist.init_distributed()
+    existed, lock = out_dir.exists(), FolderLock(out_dir)
+    dist.on_main(lambda: bool(lock.acquire()))  # a second process is refused here, before reading any data
+    try:
+        corpus = load_data(cfg)
+        provenance = dist.on_main(lambda: _open_run_folder(cfg, corpus, out_dir, resume))
+    except BaseException:
+        lock.release()
+        if not existed and info.rank == 0:  # the folder is ours and holds nothing yet
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    try:
+        return _train_and_report(cfg, corpus, out_dir, resume, progress, info, provenance)
+    finally:
+        lock.release()
+
+
+def _train_and_report(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: bool, progress: bool,
+                      info: dist.DistInfo, provenance: dict) -> dict:
     main = info.rank == 0
-    _check_resume(cfg, out_dir, resume)
-    corpus = load_data(cfg)
-    if main:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    dist.barrier()
-    tokenizer = _tokenizer(cfg, corpus, out_dir, resume)
+    tokenizer = _tokenizer(cfg, corpus, out_dir, resume, provenance)
     task = TASK_CLASSES[cfg.task](cfg, corpus, tokenizer, info.rank, info.world_size)
     model_cfg = make_model_config(cfg, tokenizer, task)
     seed_everything(cfg.seed)
     model = build_model(task.family, model_cfg)
-    if main:
-        _write_json(out_dir / "experiment.json", cfg.to_dict())
-        if corpus.label_names is not None:
-            _write_json(out_dir / "labels.json", {"labels": corpus.label_names})
-
-    def step_fn(m: nn.Module, batch) -> tuple:
-        loss, n = task.step_fn(m, batch)
-        bad = torch.tensor([0.0 if torch.isfinite(loss.detach()).item() else 1.0], device=loss.device)
-        if info.world_size > 1:  # every rank must stop together, or the others hang in all-reduce
-            dist.all_reduce_sum(bad)
-        if bad.item() > 0:
-            raise Diverged(f"training loss is {float(loss.detach()):.4g}")
-        return loss, n
+    if main and corpus.label_names is not None:
+        _write_json(out_dir / "labels.json", {"labels": corpus.label_names})
 
     def evaluate_fn(m: nn.Module) -> dict:
         metrics = task.evaluate(m)
@@ -218,43 +281,46 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = Fa
             metrics["mixture_weights"] = weights
         return metrics
 
-    train = {k: v for k, v in cfg.train.items() if k != "label_smoothing"}
-    train_cfg = TrainConfig(**train, seed=cfg.seed, best_metric=task.select_metric, best_mode=task.select_mode,
-                            progress=progress)
-    trainer = Trainer(model, step_fn, task.train_batches, train_cfg, evaluate_fn=evaluate_fn, out_dir=out_dir,
-                      tokenizer=str(out_dir / "tokenizer"), device=info.device)
-    diverged, stopped = False, "max_steps"
+    train_cfg = cfg.train_config(best_metric=task.select_metric, best_mode=task.select_mode, progress=progress)
+    trainer = Trainer(model, task.step_fn, task.train_batches, train_cfg, evaluate_fn=evaluate_fn, out_dir=out_dir,
+                      tokenizer=str(out_dir / "tokenizer"), device=info.device, reference_loss=task.uniform_loss())
+    diverged_step, stopped = None, "max_steps"
     try:
         stopped = trainer.train(resume=resume).stopped
     except Diverged as e:
-        diverged, stopped = True, "diverged"
+        diverged_step, stopped = e.step, "diverged"
         if main:
-            warnings.warn(f"{out_dir}: training diverged at step {trainer.step + 1} ({e}); reporting the best "
-                          "checkpoint saved before it", stacklevel=2)
+            warnings.warn(f"{out_dir}: training diverged at step {e.step} ({e}); reporting the best "
+                          "checkpoint saved before it", stacklevel=3)
     if stopped in ("SIGINT", "SIGTERM", "signal"):
         return {"stopped": stopped, "steps": trainer.step, "checkpoint": str(out_dir / "last")}
 
     result_path = out_dir / "result.json"
     if main:
-        result = _summarize(cfg, task, model, corpus, out_dir, trainer.step, diverged, stopped)
+        result = _summarize(cfg, task, model, corpus, out_dir, trainer.step, diverged_step, stopped)
+        result["provenance"] = provenance
         _write_json(result_path, result)
     dist.barrier()
     return json.loads(result_path.read_text())
 
 
 def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corpus, out_dir: Path, step: int,
-               diverged: bool, stopped: str) -> dict:
-    """Evaluate the best checkpoint (valid and test) and assemble the result dict."""
+               diverged_step: int | None, stopped: str) -> dict:
+    """Evaluate the best checkpoint (valid and test; ``last`` if ``best`` is missing or damaged) and
+    assemble the result dict."""
     checkpoint, link = None, None
     for which in ("best", "last"):
         try:
-            checkpoint, link = resolve_checkpoint(out_dir, which), which
-            break
+            load_model_weights(resolve_checkpoint(out_dir, which), model)
         except FileNotFoundError:
             continue
+        except CheckpointError as e:
+            warnings.warn(f"{e}; trying the next checkpoint", stacklevel=2)
+            continue
+        checkpoint, link = out_dir / which, which
+        break
     valid_metrics, test_metrics = {}, {}
     if checkpoint is not None:
-        load_model_weights(checkpoint, model)
         model.eval()
         valid_metrics = task.metrics(model, "valid")
         test_metrics = task.metrics(model, "test")
@@ -269,7 +335,8 @@ def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corp
         "params": param_summary(model), "train_time_s": log["train_time_s"],
         "train_tokens_per_s": log["train_tokens_per_s"], "steps": step,
         "checkpoint": str(out_dir / link) if link is not None else None,
-        "log": str(out_dir / "log.jsonl"), "diverged": diverged, "stopped": stopped,
+        "log": str(out_dir / "log.jsonl"), "diverged": diverged_step is not None, "diverged_step": diverged_step,
+        "stopped": stopped,
     }
 
 

@@ -9,15 +9,20 @@ Layout of a run folder::
         trainer_state.pt    optimizer, scheduler, step, RNG states per rank, caller's extras
         tokenizer/          whatever the tokenizer saver wrote (optional)
       last -> step-00000400 symlink, switched atomically after the folder is complete
+      previous -> step-00000200  what ``last`` pointed to before (kept as a fallback)
       best -> step-00000300 symlink to the checkpoint with the best validation metric
 
 A checkpoint is first written under a hidden temporary name, flushed to disk, renamed into place
 and only then pointed to, so a crash at any moment leaves ``last`` on a complete checkpoint.
-Folders no longer pointed to by ``last`` or ``best`` are deleted afterwards.
+Folders no longer pointed to by ``last``, ``previous`` or ``best`` are deleted afterwards, so at most
+three are kept. A file damaged later (truncated by a copy, a bad disk) raises :class:`CheckpointError`
+naming it; :func:`intact_checkpoints` lists what a resume can fall back to, newest first. A full disk
+while saving raises :class:`CheckpointError` too, and leaves ``last`` on the previous checkpoint.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
@@ -26,9 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
 from torch import nn
 
 from .distributed import unwrap_model
@@ -37,13 +40,19 @@ WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
 STATE_NAME = "trainer_state.pt"
 TOKENIZER_DIR = "tokenizer"
-LINKS = ("last", "best")
+LINKS = ("last", "previous", "best")
 
 TokenizerSaver = Callable[[Path], None]
 
 
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read (truncated, corrupt) or written (disk full); one line naming it."""
+
+
 def capture_rng_state() -> dict:
     """This process's RNG states: python, numpy, torch CPU and every CUDA device."""
+    import numpy as np  # the training extra's; imported here so that listing configs needs no extra
+
     kind, keys, pos, has_gauss, cached = np.random.get_state()
     state = {
         "python": random.getstate(),
@@ -58,6 +67,7 @@ def capture_rng_state() -> dict:
 
 def restore_rng_state(state: dict) -> None:
     """Inverse of :func:`capture_rng_state`."""
+    import numpy as np
     python = state["python"]
     random.setstate((python[0], tuple(python[1]), python[2]))
     kind, keys, pos, has_gauss, cached = state["numpy"]
@@ -152,8 +162,11 @@ def save_checkpoint(directory: str | os.PathLike, model: nn.Module, optimizer: t
             i += 1
         name = f"{name}.{i}"
     tmp = directory / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    previous = os.readlink(directory / "last") if (directory / "last").is_symlink() else None
     try:
+        tmp.mkdir()
+        from safetensors.torch import save_model  # the training extra's (see capture_rng_state)
+
         save_model(unwrap_model(model), str(tmp / WEIGHTS_NAME), metadata={"step": str(step)})
         with open(tmp / CONFIG_NAME, "w") as f:
             json.dump(config or {}, f, indent=2, sort_keys=True)
@@ -170,9 +183,15 @@ def save_checkpoint(directory: str | os.PathLike, model: nn.Module, optimizer: t
         _fsync_tree(tmp)
         os.replace(tmp, directory / name)
         _fsync_dir(directory)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            kept = f"'last' still points to {previous}" if previous else "no earlier checkpoint exists"
+            raise CheckpointError(f"no space left on the device while writing checkpoint {directory / name} "
+                                  f"({os.strerror(e.errno)}); {kept}; free some space and resume") from None
         raise
+    if previous is not None and previous != name:
+        _point(directory, "previous", previous)
     _point(directory, "last", name)
     if best:
         _point(directory, "best", name)
@@ -191,13 +210,32 @@ def resolve_checkpoint(path: str | os.PathLike, which: str = "last") -> Path:
     raise FileNotFoundError(f"no checkpoint at {str(path)!r}: expected {WEIGHTS_NAME} in it or in its {which!r} folder")
 
 
+def intact_checkpoints(directory: str | os.PathLike) -> list[Path]:
+    """The checkpoint folders ``last``, ``previous`` and ``best`` of a run folder point to, newest step first."""
+    directory = Path(directory)
+    folders = {(directory / link).resolve() for link in LINKS if (directory / link / WEIGHTS_NAME).is_file()}
+    return sorted(folders, key=lambda f: f.name, reverse=True)  # step-%08d[.i] sorts by step
+
+
+def point_last(directory: str | os.PathLike, folder: str | os.PathLike) -> None:
+    """Point ``directory/last`` at the checkpoint ``folder`` inside it (after falling back to an older one)."""
+    _point(Path(directory), "last", Path(folder).name)
+    _fsync_dir(Path(directory))
+
+
 def load_model_weights(path: str | os.PathLike, model: nn.Module, strict: bool = True, which: str = "last") -> nn.Module:
     """Load weights into ``model`` from a ``.safetensors`` file, a checkpoint folder or a run folder."""
     path = Path(path)
     file = path if path.is_file() else resolve_checkpoint(path, which) / WEIGHTS_NAME
     model = unwrap_model(model)
     device = next(model.parameters()).device
-    load_model(model, str(file), strict=strict, device=str(device))
+    from safetensors import SafetensorError  # the training extra's (see capture_rng_state)
+    from safetensors.torch import load_model
+
+    try:
+        load_model(model, str(file), strict=strict, device=str(device))
+    except (SafetensorError, OSError, EOFError) as e:
+        raise CheckpointError(f"checkpoint file {file} is truncated or corrupt ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     return model
 
 
@@ -209,7 +247,11 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     """
     folder = resolve_checkpoint(path, which)
     load_model_weights(folder / WEIGHTS_NAME, model)
-    state = torch.load(folder / STATE_NAME, map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(folder / STATE_NAME, map_location="cpu", weights_only=True)
+    except (RuntimeError, OSError, EOFError, ValueError) as e:
+        raise CheckpointError(f"checkpoint file {folder / STATE_NAME} is truncated or corrupt "
+                              f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     if optimizer is not None:
         if state["optimizer"] is None:
             raise ValueError(f"checkpoint {str(folder)!r} has no optimizer state")
@@ -221,6 +263,9 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     if restore_rng:
         rngs = state["rng"]
         restore_rng_state(rngs[rank] if rank < len(rngs) else rngs[0])
-    with open(folder / CONFIG_NAME) as f:
-        config = json.load(f)
+    try:
+        with open(folder / CONFIG_NAME) as f:
+            config = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"checkpoint file {folder / CONFIG_NAME} is truncated or corrupt ({e})") from None
     return {"step": state["step"], "extra": state["extra"], "path": folder, "config": config}

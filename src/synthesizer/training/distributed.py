@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,30 @@ def all_gather_object(obj) -> list:
     out = [None] * dist.get_world_size()
     dist.all_gather_object(out, obj)
     return out
+
+
+def on_main(fn: Callable[[], T]) -> T:
+    """Run ``fn`` on rank 0 only and hand its result to every rank.
+
+    For what only rank 0 may do (take the run folder's lock, read and write its files): a
+    ``ValueError`` raised there is raised on every rank, so none is left waiting in a collective.
+    """
+    value, error = None, None
+    if is_main():
+        try:
+            value = fn()
+        except ValueError as e:
+            error = e
+    if is_distributed():
+        shared = [(value, None if error is None else (type(error), str(error)))]
+        dist.broadcast_object_list(shared, src=0)
+        value, failure = shared[0]
+        if failure is not None and error is None:
+            kind, message = failure
+            error = kind(message) if issubclass(kind, ValueError) else ValueError(message)
+    if error is not None:
+        raise error
+    return value
 
 
 def wrap_model(model: nn.Module, device: torch.device, find_unused_parameters: bool = False) -> nn.Module:

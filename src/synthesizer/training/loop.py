@@ -15,6 +15,10 @@ A task gives the :class:`Trainer`
 It handles the optimizer and schedule, clipping, accumulation, bf16 autocast on CUDA, DDP, seeding,
 JSON-lines logs, a progress bar, best/last checkpoints and exact resumption, also after SIGINT or
 SIGTERM (the current step finishes, ``last`` is saved, ``train`` returns).
+
+Divergence: the loop raises :class:`Diverged` (see its docstring for the rule) before the optimizer
+applies the update that revealed it; no checkpoint is written after the loss first crossed the
+threshold, so neither ``last`` nor ``best`` is ever a diverged step.
 """
 
 from __future__ import annotations
@@ -33,23 +37,43 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from . import distributed as dist_utils
-from .checkpoint import (TokenizerSaver, capture_rng_state, load_checkpoint, resolve_checkpoint,
-                         restore_rng_state, save_checkpoint)
+from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
+                         point_last, resolve_checkpoint, restore_rng_state, save_checkpoint)
 from .optim import SCHEDULES, build_optimizer, build_scheduler
 
 StepFn = Callable[[nn.Module, Any], "tuple[Tensor, Tensor | int]"]
 BatchesFn = Callable[[int, int], Iterable]
 EvaluateFn = Callable[[nn.Module], "dict[str, float]"]
 
+# consecutive updates above the divergence threshold that stop a run (one spike is not divergence)
+DIVERGENCE_PATIENCE = 3
+
+
+class Diverged(RuntimeError):
+    """The training loss diverged; ``step`` is the first update of the divergent stretch.
+
+    Rule: with ``reference`` = the larger of the loss of the run's first update (an untrained model)
+    and the task's uniform-predictor loss (ln V for tokens, ln K for K classes, when it has one), the
+    run has diverged when the training loss (per token, over the global batch) is not finite, or is
+    above ``divergence_factor * reference`` for ``DIVERGENCE_PATIENCE`` consecutive updates (or from
+    some update until the last one). A healthy run stays below its untrained loss after its first
+    steps, so twice that, three updates in a row, cannot happen to it.
+    """
+
+    def __init__(self, message: str, step: int, loss: float):
+        super().__init__(message)
+        self.step, self.loss = step, loss
+
 
 def seed_everything(seed: int) -> None:
     """Seed python, numpy and torch (CPU and every GPU)."""
+    import numpy as np  # the training extra's: imported here so that reading a config needs no extra
+
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -99,28 +123,53 @@ class TrainConfig:
     deterministic: bool = True               # deterministic kernels while training on CPU
     find_unused_parameters: bool = False     # DDP option for models with branches left unused
     progress: bool = True                    # tqdm bar on rank 0 when stderr is a terminal
+    divergence_factor: float | None = 2.0    # see Diverged; None disables the rule (a non-finite loss still stops)
 
     def __post_init__(self):
-        def positive_int(name, value, allow_zero=False):
-            if not isinstance(value, int) or isinstance(value, bool) or value < (0 if allow_zero else 1):
-                raise ValueError(f"{name} must be an integer >= {0 if allow_zero else 1}, got {value!r}")
-        positive_int("max_steps", self.max_steps)
-        positive_int("grad_accum", self.grad_accum)
-        positive_int("log_every", self.log_every)
-        positive_int("warmup_steps", self.warmup_steps, allow_zero=True)
-        positive_int("eval_every", self.eval_every, allow_zero=True)
-        positive_int("save_every", self.save_every, allow_zero=True)
+        """Type and range of every field; a ValueError starts with the field name and says what is allowed."""
+        for name, low in (("max_steps", 1), ("grad_accum", 1), ("log_every", 1), ("warmup_steps", 0),
+                          ("eval_every", 0), ("save_every", 0), ("seed", -2**63)):
+            _check_int(name, getattr(self, name), low)
         if self.schedule_steps is not None:
-            positive_int("schedule_steps", self.schedule_steps)
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}; allowed: {', '.join(SCHEDULES)}")
-        if self.best_mode not in ("min", "max"):
-            raise ValueError(f"best_mode must be 'min' or 'max', got {self.best_mode!r}")
-        if self.clip_norm is not None and self.clip_norm < 0:
-            raise ValueError(f"clip_norm must be >= 0 or None, got {self.clip_norm!r}")
-        if self.max_minutes is not None and not self.max_minutes > 0:
-            raise ValueError(f"max_minutes must be > 0 or None, got {self.max_minutes!r}")
-        self.betas = tuple(self.betas)
+            _check_int("schedule_steps", self.schedule_steps, 1)
+        _check_number("lr", self.lr, "> 0", lambda v: v > 0)
+        _check_number("weight_decay", self.weight_decay, ">= 0", lambda v: v >= 0)
+        _check_number("min_lr_ratio", self.min_lr_ratio, "in [0, 1]", lambda v: 0 <= v <= 1)
+        if self.clip_norm is not None:
+            _check_number("clip_norm", self.clip_norm, ">= 0 or null (0 and null disable clipping)", lambda v: v >= 0)
+        if self.max_minutes is not None:
+            _check_number("max_minutes", self.max_minutes, "> 0 or null", lambda v: v > 0)
+        if self.divergence_factor is not None:
+            _check_number("divergence_factor", self.divergence_factor, "> 1 or null", lambda v: v > 1)
+        betas = self.betas
+        if (not isinstance(betas, (list, tuple)) or len(betas) != 2
+                or not all(_is_number(b) and 0 <= b < 1 for b in betas)):
+            raise ValueError(f"betas must be two numbers in [0, 1) such as [0.9, 0.98], got {betas!r}")
+        self.betas = tuple(float(b) for b in betas)
+        for name, allowed in (("schedule", SCHEDULES), ("best_mode", ("min", "max"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r} is not allowed; allowed: {', '.join(allowed)}")
+        for name in ("deterministic", "find_unused_parameters", "progress", "amp"):
+            value = getattr(self, name)
+            if not isinstance(value, bool) and not (name == "amp" and value is None):
+                allowed = "true, false or null (on CUDA only)" if name == "amp" else "true or false"
+                raise ValueError(f"{name} must be a boolean ({allowed}), got {value!r}")
+        if self.best_metric is not None and not isinstance(self.best_metric, str):
+            raise ValueError(f"best_metric must be a metric name or null, got {self.best_metric!r}")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_int(name: str, value, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _check_number(name: str, value, allowed: str, ok: Callable[[float], bool]) -> None:
+    if not _is_number(value) or not math.isfinite(value) or not ok(value):
+        raise ValueError(f"{name} must be a number {allowed}, got {value!r}")
 
 
 @dataclass
@@ -142,6 +191,8 @@ class Trainer:
         model_config: dict written as ``config.json``; default: ``model.config`` if it is a dataclass.
         tokenizer: file, folder or saver callable stored in every checkpoint's ``tokenizer/``.
         device: default: the process's GPU under CUDA, else CPU.
+        reference_loss: the loss of a uniform predictor (ln of the vocabulary or class count), if the
+            task has one; it sets a floor on the divergence threshold (see :class:`Diverged`).
     Call :meth:`train` (``resume=True`` continues ``out_dir/last``). Under ``torchrun``, call
     :func:`~synthesizer.training.distributed.init_distributed` first; the model is wrapped in DDP here.
     """
@@ -149,7 +200,7 @@ class Trainer:
     def __init__(self, model: nn.Module, step_fn: StepFn, train_batches: BatchesFn, config: TrainConfig, *,
                  evaluate_fn: EvaluateFn | None = None, out_dir: str | os.PathLike | None = None,
                  model_config: dict | None = None, tokenizer: str | os.PathLike | TokenizerSaver | None = None,
-                 device: str | torch.device | None = None):
+                 device: str | torch.device | None = None, reference_loss: float | None = None):
         if config.best_metric is not None and evaluate_fn is None:
             raise ValueError(f"best_metric={config.best_metric!r} needs an evaluate_fn")
         if device is None:
@@ -175,6 +226,10 @@ class Trainer:
         self.elapsed_before = 0.0
         self._batches = None
         self._signal: int | None = None
+        # divergence watch: the untrained loss (kept in checkpoints) and the current stretch above threshold
+        self.reference_loss = reference_loss
+        self.first_loss: float | None = None
+        self._above, self._above_since = 0, None
 
     # -- batches ---------------------------------------------------------------------------
 
@@ -230,6 +285,8 @@ class Trainer:
         global_loss, global_tokens, signal_votes, time_votes = stats.tolist()
         if global_tokens <= 0:
             raise ValueError(f"step {self.step + 1}: the global batch has no tokens (step_fn returned n_tokens=0)")
+        # every rank sees the same global loss, so all stop together; raised before the update is applied
+        self._watch_divergence(global_loss / global_tokens)
         # DDP averaged the per-rank sums; turn that into the sum over the global batch / its tokens
         scale = dist_utils.get_world_size() / global_tokens
         grads = [p.grad for p in self.model.parameters() if p.grad is not None]
@@ -243,6 +300,29 @@ class Trainer:
         self.step += 1
         stop = "signal" if signal_votes > 0 else "max_minutes" if time_votes > 0 else None
         return global_loss / global_tokens, int(global_tokens), stop
+
+    def _threshold(self) -> float | None:
+        factor = self.config.divergence_factor
+        if factor is None or self.first_loss is None:
+            return None
+        return factor * max(self.first_loss, self.reference_loss or 0.0)
+
+    def _watch_divergence(self, loss: float) -> None:
+        """Apply the rule of :class:`Diverged` to the loss of update ``self.step + 1``."""
+        step = self.step + 1
+        if not math.isfinite(loss):
+            raise Diverged(f"training loss is {loss} at step {step}", self._above_since or step, loss)
+        if self.first_loss is None:
+            self.first_loss = loss
+        threshold = self._threshold()
+        if threshold is None or loss <= threshold:
+            self._above, self._above_since = 0, None
+            return
+        self._above, self._above_since = self._above + 1, self._above_since or step
+        if self._above >= DIVERGENCE_PATIENCE:
+            raise Diverged(f"training loss {loss:.4g} above {threshold:.4g} ({self.config.divergence_factor:g} x the "
+                           f"reference loss) for {self._above} updates since step {self._above_since}",
+                           self._above_since, loss)
 
     # -- evaluation and checkpoints --------------------------------------------------------
 
@@ -281,7 +361,7 @@ class Trainer:
             extra = {
                 "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
                 "best_metric": self.best_metric, "elapsed": self._elapsed(),
-                "world_size": dist_utils.get_world_size(),
+                "world_size": dist_utils.get_world_size(), "first_loss": self.first_loss,
                 "train_config": json.dumps(dataclasses.asdict(self.config)),
             }
             path = save_checkpoint(self.out_dir, self.model, self.optimizer, self.scheduler, self.step,
@@ -291,16 +371,29 @@ class Trainer:
         return path
 
     def _resume(self) -> bool:
+        """Load the newest checkpoint that reads back whole (``last``, else ``previous`` or ``best``)."""
         if self.out_dir is None:
             raise ValueError("resume=True needs an out_dir")
-        try:
-            resolve_checkpoint(self.out_dir)
-        except FileNotFoundError:
+        candidates = intact_checkpoints(self.out_dir)
+        if not candidates:
             return False
-        state = load_checkpoint(self.out_dir, self.model, self.optimizer, self.scheduler, rank=dist_utils.get_rank())
+        failures = []
+        for folder in candidates:
+            try:
+                state = load_checkpoint(folder, self.model, self.optimizer, self.scheduler, rank=dist_utils.get_rank())
+                break
+            except CheckpointError as e:
+                failures.append(str(e))
+        else:
+            raise CheckpointError(f"{self.out_dir}: no intact checkpoint to resume from: {'; '.join(failures)}")
+        if failures and dist_utils.is_main():
+            warnings.warn(f"{failures[0]}; resuming from the older checkpoint {folder.name} (step {state['step']}) "
+                          "instead", stacklevel=3)
+            point_last(self.out_dir, folder)  # the damaged one is no longer pointed to, so the next save prunes it
         extra = state["extra"]
         self.step, self.epoch, self.batch_in_epoch = state["step"], extra["epoch"], extra["batch_in_epoch"]
         self.best_metric, self.elapsed_before = extra["best_metric"], extra["elapsed"]
+        self.first_loss = extra.get("first_loss")
         if extra.get("world_size", 1) != dist_utils.get_world_size():
             warnings.warn(f"resuming a run saved with {extra.get('world_size')} processes on "
                           f"{dist_utils.get_world_size()}: the data order will differ from an uninterrupted run")
@@ -381,48 +474,68 @@ class Trainer:
         if cfg.progress and main and sys.stderr.isatty():
             from tqdm.auto import tqdm
             bar = tqdm(total=cfg.max_steps, initial=self.step, unit="step", dynamic_ncols=True)
-        loss, metrics, stopped, path = None, {}, "max_steps", None
-        window_tokens, window_loss, window_steps, window_start = 0, 0.0, 0, time.perf_counter()
         try:
-            while self.step < cfg.max_steps:
-                loss, tokens, stop = self._train_step()
-                window_tokens, window_loss, window_steps = window_tokens + tokens, window_loss + loss, window_steps + 1
-                now = time.perf_counter()
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{window_tokens / max(now - window_start, 1e-9):.0f}",
-                                    refresh=False)
-                if self.step % cfg.log_every == 0 or self.step == cfg.max_steps:
-                    self._log({"kind": "train", "step": self.step, "epoch": self.epoch,
-                               "loss": window_loss / window_steps, "lr": self.lr,
-                               "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
-                               "elapsed": self._elapsed()})
-                    window_tokens, window_loss, window_steps, window_start = 0, 0.0, 0, now
-                if stop == "signal":  # another rank may have been the one signalled
-                    stopped = signal.Signals(self._signal).name if self._signal is not None else "signal"
-                    break
-                if stop == "max_minutes":
-                    stopped = stop
-                    break
-                evaluate_now = cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps
-                if evaluate_now:
-                    metrics = self.evaluate()
-                    self._log({"kind": "eval", "step": self.step, **metrics})
-                    path = self.save(best=self._improved(metrics))
-                elif cfg.save_every and self.step % cfg.save_every == 0:
-                    path = self.save()
-            if stopped in ("max_steps", "max_minutes"):
-                metrics = self.evaluate() if self.evaluate_fn is not None else {}
-                if metrics:
-                    self._log({"kind": "eval", "step": self.step, **metrics})
-                path = self.save(best=self._improved(metrics))
-            else:
-                path = self.save()
+            self._loop(bar)
+        except Diverged as e:
+            self._log({"kind": "diverged", "step": e.step, "loss": e.loss, "reason": str(e)})
+            raise
         finally:
             for signum, handler in previous_handlers.items():
                 signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
             torch.use_deterministic_algorithms(deterministic_before)
             if bar is not None:
                 bar.close()
+        stopped, loss, metrics, path = self._outcome
         self._log({"kind": "end", "step": self.step, "stopped": stopped, "elapsed": self._elapsed()})
         return TrainResult(self.step, stopped, loss, metrics, self.best_metric, path)
+
+    def _loop(self, bar) -> None:
+        """The update loop of :meth:`train`; leaves ``(stopped, loss, metrics, checkpoint)`` in ``self._outcome``.
+
+        While the loss is above the divergence threshold (``self._above``), nothing is evaluated or
+        saved: a checkpoint of a step that may turn out diverged must never become ``last`` or ``best``.
+        """
+        cfg = self.config
+        loss, metrics, stopped, path = None, {}, "max_steps", None
+        window_tokens, window_loss, window_steps, window_start = 0, 0.0, 0, time.perf_counter()
+        while self.step < cfg.max_steps:
+            loss, tokens, stop = self._train_step()
+            window_tokens, window_loss, window_steps = window_tokens + tokens, window_loss + loss, window_steps + 1
+            now = time.perf_counter()
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{window_tokens / max(now - window_start, 1e-9):.0f}",
+                                refresh=False)
+            if self.step % cfg.log_every == 0 or self.step == cfg.max_steps:
+                self._log({"kind": "train", "step": self.step, "epoch": self.epoch,
+                           "loss": window_loss / window_steps, "lr": self.lr,
+                           "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
+                           "elapsed": self._elapsed()})
+                window_tokens, window_loss, window_steps, window_start = 0, 0.0, 0, now
+            if stop == "signal":  # another rank may have been the one signalled
+                stopped = signal.Signals(self._signal).name if self._signal is not None else "signal"
+                break
+            if stop == "max_minutes":
+                stopped = stop
+                break
+            if self._above:
+                continue
+            evaluate_now = cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps
+            if evaluate_now:
+                metrics = self.evaluate()
+                self._log({"kind": "eval", "step": self.step, **metrics})
+                path = self.save(best=self._improved(metrics))
+            elif cfg.save_every and self.step % cfg.save_every == 0:
+                path = self.save()
+        if self._above and stopped in ("max_steps", "max_minutes"):
+            # the run ended inside a stretch above the threshold: it cannot be reported as healthy
+            raise Diverged(f"training ended with the loss above {self._threshold():.4g} since step "
+                           f"{self._above_since}", self._above_since, loss)
+        if stopped in ("max_steps", "max_minutes"):
+            metrics = self.evaluate() if self.evaluate_fn is not None else {}
+            if metrics:
+                self._log({"kind": "eval", "step": self.step, **metrics})
+            path = self.save(best=self._improved(metrics))
+        elif not self._above:  # a stop by signal inside a suspect stretch resumes from the checkpoint before it
+            path = self.save()
+        self._outcome = (stopped, loss, metrics, path)
