@@ -319,3 +319,40 @@ def test_repr_names_the_kind_and_path():
     layer = build("R+V", causal=True)
     text = repr(layer)
     assert "random+vanilla" in text and f"path={layer.path!r}" in text and "causal=True" in text
+
+
+# ---------------------------------------------------------------------------------- checkpoint keys
+
+# The state_dict of every component as the layer saved it before the registry (L=8, D=16, H=4:
+# dh=4, factorized_dense a=2, b=4, k=8), written by hand: a checkpoint saved then must load now.
+COMPONENT_KEYS = {
+    "vanilla": {"query.weight": (D, D), "query.bias": (D,), "key.weight": (D, D), "key.bias": (D,)},
+    "dense": {"hidden.weight": (D, D), "hidden.bias": (D,), "w2": (L, D // H), "b2": (L,)},
+    "random": {"r": (H, L, L)},
+    "fixed_random": {"r": (H, L, L)},
+    "factorized_random": {"r1": (H, L, 8), "r2": (H, L, 8)},
+    "factorized_dense": {"hidden.weight": (D, D), "hidden.bias": (D,), "wa": (H, D // H, 2), "ba": (H, 2),
+                         "wb": (H, D // H, 4), "bb": (H, 4)},
+}
+EVERY_KIND = [*COMPONENTS, *("+".join(c) for c in itertools.combinations(COMPONENTS, 2)),
+              "dense+random+vanilla", "factorized_random+dense+vanilla"]
+
+
+def saved_state_dict(kind: str, mix_per_head: bool = False) -> dict[str, torch.Tensor]:
+    components = sorted(kind.split("+"), key=COMPONENTS.index)
+    keys = {f"logit_modules.{c}.{name}": shape for c in components for name, shape in COMPONENT_KEYS[c].items()}
+    if len(components) > 1:
+        keys["alpha"] = (H, len(components)) if mix_per_head else (len(components),)
+    keys.update({"value.weight": (D, D), "value.bias": (D,), "out.weight": (D, D), "out.bias": (D,)})
+    return {name: torch.randn(shape) for name, shape in keys.items()}
+
+
+@pytest.mark.parametrize("kind", EVERY_KIND)
+def test_state_dict_keys_and_shapes_of_every_kind_are_unchanged(kind):
+    for mix_per_head in (False, True):
+        layer = build(kind, mix_per_head=mix_per_head, causal=True)
+        old = saved_state_dict(kind, mix_per_head)
+        assert {k: tuple(v.shape) for k, v in layer.state_dict().items()} == {k: tuple(v.shape) for k, v in old.items()}
+        layer.load_state_dict(old)  # strict
+        assert all(torch.equal(layer.state_dict()[k], v) for k, v in old.items())
+        assert torch.isfinite(layer(torch.randn(2, 5, D))).all()

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from synthesizer.attention import COMPONENTS, SynthesizerAttention, parse_kind
-from synthesizer.attention import fused_bias
+from synthesizer.attention.ops import fused_bias
 from synthesizer.attention.dispatch import applicable_paths
 from synthesizer.attention.factory import check_kind
 
@@ -203,7 +203,7 @@ def test_path_falls_back_where_the_fused_bias_kernel_is_missing(monkeypatch):
     layer = build("random+vanilla").eval()
     ran = []
     monkeypatch.setattr(fused_bias, "available", lambda device: False)
-    monkeypatch.setattr(fused_bias, "fused_bias_attention", lambda *a: ran.append("fused_bias"))
+    monkeypatch.setattr(fused_bias, "attend", lambda *a: ran.append("fused_bias"))
     assert layer.path == "blockwise"
     out = layer(torch.randn(2, 5, D))
     assert not ran and torch.isfinite(out).all()

@@ -109,8 +109,7 @@ EXPECTED_PATH = {
 @pytest.fixture
 def ran(monkeypatch) -> list[str]:
     """The paths forward really takes: every kernel the layer can call records its name."""
-    import synthesizer.attention.fused_bias as fused_bias_module
-    import synthesizer.attention.synthesizer as layer_module
+    from synthesizer.attention.dispatch import KERNELS
 
     calls: list[str] = []
 
@@ -120,11 +119,8 @@ def ran(monkeypatch) -> list[str]:
             return fn(*args, **kwargs)
         return recorded
 
-    for module, attr, name in ((layer_module, "shared_attention", "shared"), (layer_module, "fused_attention", "fused"),
-                               (layer_module, "blockwise_attention", "blockwise"),
-                               (fused_bias_module, "fused_bias_attention", "fused_bias"),
-                               (SynthesizerAttention, "_reference_weights", "reference")):
-        monkeypatch.setattr(module, attr, spy(name, getattr(module, attr)))
+    for name, kernel in KERNELS.items():
+        monkeypatch.setattr(kernel, "attend", spy(name, kernel.attend))
     return calls
 
 

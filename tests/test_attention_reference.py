@@ -160,7 +160,7 @@ def test_factorized_dense_index_rule():
     hidden = torch.relu(x @ fd.hidden.weight.T + fd.hidden.bias)[0]
     pa = hidden @ fd.wa[0] + fd.ba[0]
     pb = hidden @ fd.wb[0] + fd.bb[0]
-    s = fd.logits(x, 5)[0, 0]
+    s = fd.logits(x, 0, 5)[0, 0]
     for i in range(5):
         for j in range(5):
             assert torch.allclose(s[i, j], pa[i, j // 3] * pb[i, j % 3], rtol=1e-12, atol=1e-12)

@@ -72,3 +72,22 @@ def test_classification_bundle():
     assert two == {"accuracy": 0.75, "f1": pytest.approx(0.8), "mcc": pytest.approx(2 / math.sqrt(12))}
     three = M.classification_metrics([0, 1, 2], [0, 1, 1], num_classes=3)
     assert three["f1"] == pytest.approx((1 + 2 / 3 + 0) / 3)
+
+
+def test_rouge_per_example_is_each_pairs_f_in_points_and_averages_to_rouge():
+    hyps, refs = ["the cat sat", "a dog ran home", "nothing alike"], ["the cat sat down", "a dog ran home", "cat mat"]
+    per = M.rouge_per_example(hyps, refs, ("rouge1", "rougeL"))
+    assert per["rouge1"][1] == pytest.approx(100.0) and per["rouge1"][2] == 0.0
+    assert per["rouge1"][0] == pytest.approx(100 * 2 * 1.0 * 0.75 / 1.75)  # P 3/3, R 3/4
+    means = M.rouge(hyps, refs, ("rouge1", "rougeL"))
+    assert means == {t: pytest.approx(sum(v) / 3) for t, v in per.items()}
+
+
+def test_bleu_sentence_stats_sum_to_the_corpus_bleu():
+    from synthesizer.report.stats import metric_of
+
+    hyps, refs = ["the cat sat on the mat", "a dog ran", "big red house here"], ["the cat sat on a mat", "a dog ran home", "the big red house"]
+    for order, corpus in ((4, M.corpus_bleu), (1, M.bleu1)):
+        stats = M.bleu_sentence_stats(hyps, refs, max_ngram_order=order)
+        assert len(stats) == 3 and all(len(s) == 2 + 2 * order for s in stats)
+        assert metric_of("bleu", stats) == pytest.approx(corpus(hyps, refs), abs=1e-6)

@@ -284,3 +284,52 @@ def test_per_example_statistics_give_a_one_seed_interval():
     assert v.verdict == CONTRADICTS and "paired bootstrap over 400 test examples (1000 resamples)" in v.checks[0].text
     assert claim1(338).verdict == CANNOT_TELL  # loses 13.75%: the interval straddles the 13.7% threshold
     assert claim1(350).verdict == SUPPORTS     # loses 6.25%, and 10 discordant examples of 400 resolve it
+
+
+def test_run_records_with_per_sentence_bleu_are_judged_by_the_bootstrap():
+    """One seed per variant, as a run writes it (``per_example`` next to ``test_metrics``): the seed
+    interval cannot exist, so a decided verdict must come from the bootstrap over the test sentences."""
+    from synthesizer.report.stats import bleu_sentence_stats, metric_of
+
+    refs = [f"the {w} sat on the mat near house {i}" for i, w in enumerate(["cat", "dog", "bird", "fox"] * 50)]
+
+    def record(kind, n_right):
+        hyps = refs[:n_right] + ["a completely different output"] * (len(refs) - n_right)
+        stats = bleu_sentence_stats(hyps, refs)
+        r = res(kind, float(metric_of("bleu", stats)), baselines={"copy_source_bleu": 2.0})
+        r["per_example"] = {"metric": "bleu", "kind": "bleu", "values": stats}
+        return r
+
+    v = verdicts([record("vanilla", 180), record("fixed_random", 100)])[1]
+    assert v.verdict == CONTRADICTS
+    assert "95% paired bootstrap over 200 test examples (1000 resamples)" in v.checks[0].text
+    # without the statistics the same numbers are one unmeasured seed: nothing decides
+    bare = [record("vanilla", 180), record("fixed_random", 100)]
+    for r in bare:
+        del r["per_example"]
+    assert verdicts(bare)[1].verdict == CANNOT_TELL
+
+
+LM = {"task": "lm", "data": "sotu", "metric": "perplexity", "higher": False}
+
+
+def test_a_variant_not_clearly_better_than_none_is_flagged_in_the_table_and_the_claims():
+    from synthesizer.report.tables import table_rows
+
+    unigram = {"unigram_perplexity": 600.0}
+    base = (seeds("vanilla", [300.0, 310.0, 305.0], **LM) + seeds("none", [450.0, 470.0, 440.0], **LM)
+            + seeds("random", [330.0, 335.0, 340.0], **LM) + seeds("fixed_random", [460.0, 430.0, 455.0], **LM))
+    for r in base:
+        r["baselines"] = unigram
+    (g,) = build_groups(base)
+    assert [r.kind for r in g.rows if r.ignores_attention] == ["fixed_random"]
+    status = {cells[0]: cells[-1] for cells in table_rows(g)[1]}
+    assert status["fixed_random"] == "ok; does not use its attention"
+    assert status["random"] == status["vanilla"] == status["none"] == "ok"
+    check = verdicts([g])[1].checks[0]
+    assert "fixed_random does not use its attention (not clearly better than none: loss" in check.text
+    assert "t-interval over 3 paired seeds" in check.text
+    # without a `none` row nothing is flagged
+    (g,) = build_groups([r for r in base if r["attention"] != "none"])
+    assert not any(r.ignores_attention for r in g.rows)
+    assert "does not use its attention" not in verdicts([g])[1].checks[0].text

@@ -256,3 +256,32 @@ def test_a_second_compare_on_the_same_folder_is_refused(tmp_path):
         proc.kill()
         proc.wait()
     assert runner.calls == [] and not (tmp_path / "runs").exists()
+
+
+def test_a_report_on_own_data_is_headed_with_its_name_not_the_presets(tmp_path):
+    def runner(cfg, out_dir, resume=False, progress=True):  # trains "mine" (the record names it)
+        return FakeRunner()(dataclasses.replace(cfg, data={"corpus": "mine"}), out_dir, resume, progress)
+
+    own = "data={train: my/train.txt, valid: my/valid.txt, test: my/test.txt, name: mine}"
+    lines = []
+    results = run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=[], out=tmp_path, overrides=[own],
+                             heatmaps=False, run_fn=runner, load_fn=load_fn, log=lines.append)
+    assert results["labels"] == {}
+    md = (tmp_path / "report.md").read_text()
+    assert "## language modelling (mine) — `lm-mine`" in md and "SOTU" not in md
+    assert "language modelling (mine) [lm-mine]" in lines
+    # the preset's own data keeps the preset's label
+    run(tmp_path / "preset", FakeRunner(), heatmaps=False)
+    assert "## language modelling (SOTU subset) — `lm-sotu`" in (tmp_path / "preset" / "report.md").read_text()
+
+
+def test_the_closing_summary_gives_each_verdict_with_its_reason(tmp_path):
+    _, lines = run(tmp_path, FakeRunner(), seeds=1)
+    claims = [line for line in lines if line.startswith("claim ")]
+    assert [line.split(":")[0] for line in claims] == [f"claim {n}" for n in range(1, 8)]
+    for line in claims:
+        verdict, reason = re.match(r"claim \d: (supports|contradicts|cannot tell): (.+)$", line).groups()
+        assert len(reason) <= 140
+    assert claims[1].startswith("claim 2: cannot tell: lm-sotu: random vs vanilla: loss ")
+    assert "1 seed: no uncertainty measured" in claims[1]
+    assert claims[4] == "claim 5: cannot tell: lm-sotu: dynamicconv not in this run"

@@ -255,3 +255,51 @@ def test_a_real_divergence_stops_the_run_and_a_healthy_run_is_not_flagged(tmp_pa
     assert not any(r["kind"] == "eval" and r["step"] >= bad["diverged_step"] for r in log)
     good = run_experiment(tiny_config("lm", data, train={**steady, "lr": 3e-3}), tmp_path / "good", progress=False)
     assert good["diverged"] is False and good["diverged_step"] is None and good["steps"] == 10
+
+
+def test_classification_records_per_example_scores_that_give_its_accuracy(tmp_path):
+    from synthesizer.report.stats import metric_of
+
+    cfg = tiny_config("classification", write_data(tmp_path / "d", "cls"), train={"max_steps": 2, "eval_every": 0})
+    result = run_experiment(cfg, tmp_path / "r", progress=False)
+    stats = result["per_example"]
+    assert stats["metric"] == "accuracy" and stats["kind"] == "accuracy"
+    assert len(stats["values"]) == 15 and set(stats["values"]) <= {0, 1}  # every test example, 0/1 ints
+    assert all(isinstance(v, int) for v in stats["values"])
+    assert metric_of("accuracy", stats["values"]) == result["test_metrics"]["accuracy"]
+
+
+def test_translation_records_per_sentence_bleu_statistics_that_give_its_bleu(tmp_path):
+    from synthesizer.report.stats import metric_of
+
+    cfg = tiny_config("translation", write_data(tmp_path / "d", "mt"), train={"max_steps": 2, "eval_every": 0},
+                      eval={"beam_size": 1, "max_eval_examples": 100})
+    result = run_experiment(cfg, tmp_path / "r", progress=False)
+    stats = result["per_example"]
+    assert stats["metric"] == "bleu" and stats["kind"] == "bleu"
+    assert len(stats["values"]) == 15 == result["test_metrics"]["n_generated"]
+    assert all(len(s) == 10 and all(isinstance(v, int) for v in s) for s in stats["values"])  # BLEU-4
+    assert result["test_metrics"]["bleu"] > 0  # a real score, not the all-zero case
+    assert metric_of("bleu", stats["values"]) == pytest.approx(result["test_metrics"]["bleu"], abs=1e-6)
+
+
+def test_language_model_records_no_per_example_statistics(tmp_path):
+    cfg = tiny_config("lm", write_data(tmp_path / "d", "lm"), train={"max_steps": 1, "eval_every": 0})
+    assert "per_example" not in run_experiment(cfg, tmp_path / "r", progress=False)
+
+
+@pytest.mark.parametrize("task, metric, kind, width", [("summarization", "rougeL", "rouge", None),
+                                                       ("dialogue", "bleu1", "bleu", 4)])
+def test_summarization_and_dialogue_record_per_example_statistics_of_their_primary_metric(task, metric, kind, width,
+                                                                                          tmp_path):
+    from synthesizer.report.stats import metric_of
+
+    cfg = tiny_config(task, write_data(tmp_path / "d", "mt"), train={"max_steps": 1, "eval_every": 0},
+                      eval={"beam_size": 1})
+    result = run_experiment(cfg, tmp_path / "r", progress=False)
+    stats = result["per_example"]
+    assert (stats["metric"], stats["kind"]) == (metric, kind) and len(stats["values"]) == 4  # max_eval_examples
+    if width:  # BLEU-1: [hyp_len, ref_len, correct_1, total_1]
+        assert all(len(s) == width for s in stats["values"])
+    # ROUGE values are rounded to 4 decimals in points
+    assert metric_of(kind, stats["values"]) == pytest.approx(result["test_metrics"][metric], abs=1e-4)

@@ -1,6 +1,6 @@
 """synthesizer: the Synthesizer attention family (Tay et al.) in PyTorch."""
 
-from .attention import AttentionCache, SynthesizerAttention, build_mixer, parse_kind
+from .attention import AttentionCache, SynthesizerAttention, build_mixer, parse_kind, register_component
 
 __version__ = "0.1.0"
-__all__ = ["AttentionCache", "SynthesizerAttention", "build_mixer", "parse_kind", "__version__"]
+__all__ = ["AttentionCache", "SynthesizerAttention", "build_mixer", "parse_kind", "register_component", "__version__"]

@@ -1,4 +1,4 @@
-"""Command line: ``synthesizer train | evaluate | generate | configs | bench | compare``.
+"""Command line: ``synthesizer train | evaluate | generate | export | configs | bench | compare``.
 
 Bad input (a data row that does not parse, a missing file, an unknown attention kind, task or config
 key, a too-long sequence) prints one line ``error: ...`` and exits with status 2, and so does a
@@ -28,6 +28,14 @@ EPILOG_TRAIN = """examples:
 """
 
 
+EPILOG_EXPORT = """examples:
+  synthesizer export --run runs/lm-random --out hf/lm-random       # then AutoModelForCausalLM.from_pretrained
+  synthesizer export --from-hf hf/lm-random --out runs/lm-back     # an HF folder back into a run folder
+"""
+
+RUN_HELP = "run folder written by `synthesizer train`, or a Hugging Face folder written by `synthesizer export`"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="synthesizer", description="Train, evaluate and use Synthesizer models.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -48,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("evaluate", help="metrics of a trained run on the test or valid split",
                        description="Recompute the metrics of a run's best checkpoint and print them as JSON.")
-    e.add_argument("--run", required=True, metavar="DIR", help="run folder written by `synthesizer train`")
+    e.add_argument("--run", required=True, metavar="DIR", help=RUN_HELP)
     e.add_argument("--split", default="test", choices=("test", "valid"))
     e.add_argument("--checkpoint", default="best", choices=("best", "last"))
 
@@ -57,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
                                    "as soon as it is ready. A blank input (an empty --prompt, a blank line "
                                    "of --input) gives an empty output line for a seq2seq run or a "
                                    "classifier, and text from the start of a new document for an LM.")
-    g.add_argument("--run", required=True, metavar="DIR", help="run folder written by `synthesizer train`")
+    g.add_argument("--run", required=True, metavar="DIR", help=RUN_HELP)
     src = g.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt", metavar="TEXT", help="one input text")
     src.add_argument("--input", metavar="FILE", help="a file with one input per line")
@@ -69,6 +77,17 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--max-new-tokens", type=int, default=64, metavar="N")
     g.add_argument("--seed", type=int, default=0, help="seed for --sample")
     g.add_argument("--checkpoint", default="best", choices=("best", "last"))
+
+    x = sub.add_parser("export", help="convert a run folder to a Hugging Face folder, or back",
+                       description="Write a run's checkpoint as a Hugging Face transformers folder (config.json, "
+                                   "model.safetensors, tokenizer.json, the experiment config), or, with --from-hf, "
+                                   "an HF folder written this way back into a run folder. Needs the 'hf' extra.",
+                       epilog=EPILOG_EXPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = x.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", metavar="RUN", help="run folder written by `synthesizer train`")
+    source.add_argument("--from-hf", metavar="DIR", dest="from_hf", help="HF folder to turn into a run folder")
+    x.add_argument("--out", required=True, metavar="DIR", help="the folder to write (HF folder, or run folder with --from-hf)")
+    x.add_argument("--checkpoint", default="best", choices=("best", "last"), help="with --run: which checkpoint")
 
     sub.add_parser("configs", help="list the shipped configs", description="List the configs shipped with the package.")
     sub.add_parser("bench", help="attention/model benchmarks (see `synthesizer bench --help`)", add_help=False)
@@ -110,11 +129,50 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def is_hf_folder(path: str) -> bool:
+    """A folder with an HF ``config.json`` of model_type "synthesizer" (read without importing transformers)."""
+    config = Path(path) / "config.json"
+    try:
+        return config.is_file() and json.loads(config.read_text()).get("model_type") == "synthesizer"
+    except (json.JSONDecodeError, AttributeError, OSError):
+        return False
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    if is_hf_folder(args.run):
+        from .hf.convert import evaluate_folder
+
+        print(json.dumps(evaluate_folder(args.run, args.split), indent=2))
+        return 0
     from .tasks.experiment import evaluate_run
 
     print(json.dumps(evaluate_run(args.run, args.split, args.checkpoint), indent=2))
     return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .hf.convert import export_run, import_hf
+
+    if args.from_hf is not None:
+        print(import_hf(args.from_hf, args.out))
+    else:
+        print(export_run(args.run, args.out, args.checkpoint))
+    return 0
+
+
+def _load_for_use(run: str, checkpoint: str) -> tuple:
+    """(model in eval mode, tokenizer, family, regression?, label names or None) of a run or HF folder."""
+    if is_hf_folder(run):
+        from .hf.convert import load_folder
+
+        model, tok, _, family, names = load_folder(run)
+        return model, tok, family, family == "classifier" and model.config.n_classes == 1, names
+    from .tasks.experiment import TASK_CLASSES, load_trained
+
+    model, tok, cfg = load_trained(run, checkpoint)
+    labels_file = Path(run) / "labels.json"
+    names = json.loads(labels_file.read_text())["labels"] if labels_file.is_file() else None
+    return model, tok, TASK_CLASSES[cfg.task].family, cfg.task == "regression", names
 
 
 def _inputs(args: argparse.Namespace) -> list[str]:
@@ -136,22 +194,18 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     from .data.batching import pad_sequences
     from .models.generation import beam_search, generate
-    from .tasks.experiment import TASK_CLASSES, load_trained
 
     if args.beam is not None and args.beam < 1:
         raise ValueError(f"--beam must be >= 1, got {args.beam}")
     if args.beam and args.sample:
         raise ValueError("choose either --beam or --sample, not both")
-    model, tok, cfg = load_trained(args.run, args.checkpoint)
-    family = TASK_CLASSES[cfg.task].family
+    model, tok, family, regression, names = _load_for_use(args.run, args.checkpoint)
     texts = _inputs(args)
     gen = torch.Generator().manual_seed(args.seed)
-    labels_file = Path(args.run) / "labels.json"
-    names = json.loads(labels_file.read_text())["labels"] if labels_file.is_file() else None
 
     def one(text: str) -> str:
         if family == "classifier":
-            return _classify(model, tok, cfg, text, names)
+            return _classify(model, tok, regression, text, names)
         if family == "lm":
             ids = tok.encode(text) or [tok.eos_id]  # the LM saw EOS before every document: start a new one
             inputs, mask = [ids], None
@@ -181,7 +235,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _classify(model, tok, cfg, text: str, names: list[str] | None) -> str:
+def _classify(model, tok, regression: bool, text: str, names: list[str] | None) -> str:
     """``label<TAB>probability`` (or the regression value) of one text or tab-separated pair; "" for a
     blank one. ``names``: the class labels, or None to print class indices."""
     import torch
@@ -199,7 +253,7 @@ def _classify(model, tok, cfg, text: str, names: list[str] | None) -> str:
     x, mask = pad_sequences([ids], tok.pad_id)
     with torch.no_grad():
         out = model(x, mask, torch.tensor([segs]) if b else None)
-    if cfg.task == "regression":
+    if regression:
         return f"{float(out[0]):.4f}"
     probs = out.softmax(-1)[0]
     k = int(probs.argmax())
@@ -226,7 +280,8 @@ def _forward(command: str, argv: list[str]) -> int:
     return compare_main(argv) or 0
 
 
-COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "generate": cmd_generate, "configs": cmd_configs}
+COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "generate": cmd_generate, "export": cmd_export,
+            "configs": cmd_configs}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """Optional dependencies: which extra of the ``synthesizer-pytorch`` distribution provides a module.
 
 The layers, models and generation need torch alone; training, evaluation, the shipped configs and
-``compare`` need the ``train`` extra, the paper's public datasets ``hub``, the benchmarks ``bench``.
+``compare`` need the ``train`` extra, the paper's public datasets ``hub``, the benchmarks ``bench``, the Hugging Face
+``transformers`` interop (``synthesizer.hf``, ``synthesizer export``) ``hf``.
 The command line turns a missing optional module into one line naming the extra to install
 (:func:`missing_extra_message`); keep ``EXTRAS`` in step with ``[project.optional-dependencies]``
 of ``pyproject.toml``.
@@ -19,6 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "hub": ("datasets",),
     "bench": ("linformer", "matplotlib", "tqdm"),
     "dev": ("pytest",),
+    "hf": ("transformers", "accelerate"),
 }
 
 

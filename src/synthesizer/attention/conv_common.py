@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .masks import check_padding_mask
+from .masks import check_mixer_input
 
 
 class ConvCache:
@@ -125,14 +125,9 @@ class ConvBlock(nn.Module):
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: ConvCache | None = None) -> Tensor:
         """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those cached."""
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
+        check_mixer_input(x, self.d_model, self.max_len, key_padding_mask, None if cache is None else cache.length)
         b, t, d = x.shape
         start = 0 if cache is None else cache.length
-        if start + t > self.max_len:
-            what = f"seq={t}" if cache is None else f"cached {start} + new {t} positions"
-            raise ValueError(f"{what} exceeds max_len={self.max_len} of this layer; build it with a larger max_len")
-        check_padding_mask(key_padding_mask, b, t)
         if cache is not None and not self.causal:
             raise ValueError("a decoding cache needs causal=True")
         u = self.input(x)

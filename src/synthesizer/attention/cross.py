@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .masks import check_padding_mask, masked_softmax
+from .masks import allowed_keys, check_padding_mask, masked_softmax
 from .random import xavier_per_head_
 from .vanilla import split_heads
 
@@ -105,26 +105,21 @@ class CrossAttention(nn.Module):
         if start + t > self.max_len:
             raise ValueError(f"target positions {start}..{start + t - 1} exceed max_len={self.max_len} of this cross-attention")
         padding = kv.padding
-        empty = None if padding is None else padding.all(dim=-1)  # sources made only of padding
+        # The masks' one rule: a source made only of padding gives zeros (mask: True = may attend).
+        allowed, empty = (None, None) if padding is None else allowed_keys(padding, False, t)
         p = self.dropout if self.training else 0.0
         if self.kind == "vanilla":
             q = split_heads(self.query(x), self.n_heads)
-            mask = None
-            if padding is not None:
-                # SDPA's bool mask is True where attention is allowed; an all-padding source would give
-                # NaN, so it attends everywhere and is zeroed below.
-                mask = (~padding | empty[:, None])[:, None, None, :]
-            heads = F.scaled_dot_product_attention(q, kv.keys, kv.values, attn_mask=mask, dropout_p=p,
+            heads = F.scaled_dot_product_attention(q, kv.keys, kv.values, attn_mask=allowed, dropout_p=p,
                                                    scale=1.0 / math.sqrt(self.d_model // self.n_heads))
         else:
             logits = self.r[:, start : start + t, : kv.values.shape[2]].unsqueeze(0)
-            mask = None if padding is None else padding[:, None, None, :]
-            probs = masked_softmax(logits, mask)
+            probs = masked_softmax(logits, None if padding is None else padding[:, None, None, :])
             if p > 0:
                 probs = F.dropout(probs, p)
             heads = probs @ kv.values
         if empty is not None:
-            heads = heads.masked_fill(empty[:, None, None, None], 0.0)
+            heads = heads.masked_fill(empty, 0.0)
         return self.out(heads.transpose(1, 2).reshape(b, t, self.d_model))
 
     def param_counts(self) -> dict[str, int]:

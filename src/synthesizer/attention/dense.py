@@ -12,6 +12,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .forms import FEATURES
 from .vanilla import split_heads
 
 
@@ -24,12 +25,16 @@ def linear_init_(weight: Tensor, bias: Tensor | None, fan_in: int) -> None:
 
 
 class DenseLogits(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, max_len: int, per_head: bool = False):
+    """Option ``dense_per_head``: one ``W2, b2`` per head instead of one shared by the heads."""
+
+    form = FEATURES
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, dense_per_head: bool = False, **options):
         super().__init__()
-        self.n_heads, self.per_head = n_heads, per_head
+        self.n_heads, self.per_head = n_heads, dense_per_head
         d_head = d_model // n_heads
         self.hidden = nn.Linear(d_model, d_model)  # W1 for all heads at once: d -> H * dh
-        shape = (n_heads, max_len) if per_head else (max_len,)
+        shape = (n_heads, max_len) if dense_per_head else (max_len,)
         self.w2 = nn.Parameter(torch.empty(*shape, d_head))  # (L, dh) or (H, L, dh)
         self.b2 = nn.Parameter(torch.empty(*shape))  # (L,) or (H, L)
         linear_init_(self.w2, self.b2, d_head)
@@ -44,16 +49,20 @@ class DenseLogits(nn.Module):
             return self.w2[:, :n_keys], self.b2[:, :n_keys]
         return self.w2[:n_keys].unsqueeze(0), self.b2[:n_keys].unsqueeze(0)
 
-    def logits(self, x: Tensor, n_keys: int) -> Tensor:
-        """Rows for the tokens of x, columns 0..n_keys-1: (B, H, t, n_keys)."""
+    def logits(self, x: Tensor, start: int, n_keys: int) -> Tensor:
+        """Rows for the tokens of x (position does not matter), columns 0..n_keys-1: (B, H, t, n_keys)."""
         w2, b2 = self.key_matrix(n_keys)
         return self.queries(x) @ w2.transpose(-1, -2).unsqueeze(0) + b2.unsqueeze(0).unsqueeze(-2)
 
     def features(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """q (B, H, n, dh+1) and k (1|B.., H, n, dh+1) with q k^T equal to the logits."""
+        """q (B, H, n, dh+1) and k (B, H, n, dh+1), k expanded over the batch, with q k^T equal to the logits."""
         q = self.queries(x)
         q = torch.cat([q, q.new_ones(q.shape[:-1] + (1,))], dim=-1)
         w2, b2 = self.key_matrix(x.shape[1])
         k = torch.cat([w2, b2.unsqueeze(-1)], dim=-1).unsqueeze(0)
         return q, k.expand(x.shape[0], self.n_heads, -1, -1)
 
+    @staticmethod
+    def flops(batch: int, seq: int, d_model: int, n_heads: int, max_len: int, **options) -> int:
+        """W1 2 B n d^2, relu(x W1) W2^T 2 B n^2 d."""
+        return 2 * batch * seq * d_model * d_model + 2 * batch * seq * seq * d_model

@@ -8,27 +8,40 @@ import torch
 from torch import Tensor, nn
 
 from .dense import linear_init_
+from .forms import FEATURES, LOGITS
 from .random import xavier_per_head_
 from .vanilla import split_heads
 
 
 class FactorizedRandomLogits(nn.Module):
-    """``(R1_h R2_h^T)[:n, :n]`` with ``R1, R2: (H, L, k)``."""
+    """``(R1_h R2_h^T)[:n, :n]`` with ``R1, R2: (H, L, k)``; option ``k`` (default 8)."""
 
-    def __init__(self, n_heads: int, max_len: int, k: int = 8):
+    form = FEATURES
+    input_independent = True
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, k: int = 8, **options):
         super().__init__()
         self.r1 = nn.Parameter(xavier_per_head_(torch.empty(n_heads, max_len, k)))
         self.r2 = nn.Parameter(xavier_per_head_(torch.empty(n_heads, max_len, k)))
 
-    def logits(self, start: int, n_rows: int, n_keys: int) -> Tensor:
-        """(1, H, n_rows, n_keys)."""
-        return (self.r1[:, start : start + n_rows] @ self.r2[:, :n_keys].transpose(-1, -2)).unsqueeze(0)
+    def logits(self, x: Tensor, start: int, n_keys: int) -> Tensor:
+        """(1, H, t, n_keys) for the t = x.shape[1] rows from ``start``; x itself is not read."""
+        return (self.r1[:, start : start + x.shape[1]] @ self.r2[:, :n_keys].transpose(-1, -2)).unsqueeze(0)
 
-    def features(self, batch: int, n: int) -> tuple[Tensor, Tensor]:
-        """q = R1[:n], k = R2[:n], expanded over the batch: (B, H, n, k) each."""
+    def bias(self, n: int) -> Tensor:
+        """R1[:n] R2[:n]^T: (H, n, n)."""
+        return self.r1[:, :n] @ self.r2[:, :n].transpose(-1, -2)
+
+    def features(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """q = R1[:n], k = R2[:n], expanded over the batch of x: (B, H, n, k) each."""
+        batch, n = x.shape[:2]
         q, k = self.r1[:, :n].unsqueeze(0), self.r2[:, :n].unsqueeze(0)
         return q.expand(batch, -1, -1, -1), k.expand(batch, -1, -1, -1)
 
+    @staticmethod
+    def flops(batch: int, seq: int, d_model: int, n_heads: int, max_len: int, *, k: int = 8, **options) -> int:
+        """R1 R2^T 2 H n^2 k, once for the batch."""
+        return 2 * n_heads * seq * seq * k
 
 
 def default_split(max_len: int) -> int:
@@ -37,11 +50,14 @@ def default_split(max_len: int) -> int:
 
 
 class FactorizedDenseLogits(nn.Module):
-    """``S[i, j] = Pa[i, j // b] * Pb[i, j % b]`` with ``a * b = L``, ``Pa, Pb`` predicted from x_i."""
+    """``S[i, j] = Pa[i, j // b] * Pb[i, j % b]`` with ``a * b = L``, ``Pa, Pb`` predicted from x_i.
+    Option ``fd_split``: ``a`` (default: ``default_split(max_len)``)."""
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, a: int | None = None):
+    form = LOGITS
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, fd_split: int | None = None, **options):
         super().__init__()
-        a = default_split(max_len) if a is None else a
+        a = default_split(max_len) if fd_split is None else fd_split
         if a < 1 or max_len % a != 0:
             raise ValueError(f"factorized_dense needs a divisor a of max_len={max_len}, got a={a}")
         self.n_heads, self.a, self.b = n_heads, a, max_len // a
@@ -54,11 +70,17 @@ class FactorizedDenseLogits(nn.Module):
         linear_init_(self.wa, self.ba, d_head)
         linear_init_(self.wb, self.bb, d_head)
 
-    def logits(self, x: Tensor, n_keys: int) -> Tensor:
-        """(B, H, t, n_keys) for the tokens of x."""
+    def logits(self, x: Tensor, start: int, n_keys: int) -> Tensor:
+        """(B, H, t, n_keys) for the tokens of x (position does not matter)."""
         hidden = torch.relu(split_heads(self.hidden(x), self.n_heads))  # (B, H, t, dh)
         pa = hidden @ self.wa.unsqueeze(0) + self.ba[None, :, None, :]  # (B, H, t, a)
         pb = hidden @ self.wb.unsqueeze(0) + self.bb[None, :, None, :]  # (B, H, t, b)
         # Column j = u*b + v pairs Pa[u] (each repeated b times) with Pb[v] (tiled a times): an outer
         # product, flattened, then cut to the first n_keys columns.
         return (pa.unsqueeze(-1) * pb.unsqueeze(-2)).flatten(-2)[..., :n_keys]
+
+    @staticmethod
+    def flops(batch: int, seq: int, d_model: int, n_heads: int, max_len: int, **options) -> int:
+        """W0 2 B n d^2, Wa and Wb 2 B n d (a + b) with a b = L (the outer product is elementwise)."""
+        a = default_split(max_len)
+        return 2 * batch * seq * d_model * d_model + 2 * batch * seq * d_model * (a + max_len // a)

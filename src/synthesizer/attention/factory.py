@@ -12,7 +12,8 @@ import inspect
 
 from torch import nn
 
-from .kinds import ALIASES, COMPONENTS, allowed_kinds_text, parse_kind
+from . import registry
+from .kinds import Kind, UnknownComponent, allowed_kinds_text, parse_kind
 from .synthesizer import SynthesizerAttention
 
 # Baselines live beside the Synthesizer layers; imported only when asked for, so that a missing
@@ -21,24 +22,36 @@ BASELINES = {
     "linformer": ("synthesizer.attention.linformer", "Linformer", "LinformerAttention"),
     "lightconv": ("synthesizer.attention.lightconv", "LightweightConv"),
     "dynamicconv": ("synthesizer.attention.dynamicconv", "DynamicConv"),
+    "none": ("synthesizer.attention.none", "NoMixing"),  # the floor: no mixing between tokens at all
 }
 SYNTHESIZER_OPTIONS = ("k", "fd_split", "dense_per_head", "mix_per_head", "impl")
+registry.reserve(*BASELINES)  # a component may not take a baseline's name
 
 
 def allowed_mixers_text() -> str:
     return f"{allowed_kinds_text()}; or a baseline: {', '.join(BASELINES)}"
 
 
-def check_kind(kind: str) -> str:
-    """The canonical name of ``kind`` (``"R+V"`` and ``"vanilla+random"`` -> ``"random+vanilla"``: full names in
-    the order of ``kinds.COMPONENTS``); ValueError listing every allowed kind."""
+def resolve_kind(kind: str | Kind) -> Kind | str:
+    """``kind`` parsed once: a ``Kind`` for a Synthesizer kind (``"R+V"`` -> ``Kind(("random", "vanilla"))``),
+    or a baseline's name; ValueError listing every allowed mixer."""
     if isinstance(kind, str) and kind.strip().lower() in BASELINES:
         return kind.strip().lower()
-    parts = [p.strip().lower() for p in kind.split("+")] if isinstance(kind, str) else [None]
-    unknown = [p for p in parts if ALIASES.get(p, p) not in COMPONENTS]
-    if unknown:
-        raise ValueError(f"unknown attention kind {kind!r} (no component {unknown[0]!r}); allowed: {allowed_mixers_text()}")
-    return "+".join(parse_kind(kind))  # raises on a repeated component
+    try:
+        return parse_kind(kind)
+    except UnknownComponent as err:
+        raise ValueError(f"unknown attention kind {kind!r} (no component {err.part.lower()!r}); "
+                         f"allowed: {allowed_mixers_text()}") from None
+    except ValueError as err:
+        if isinstance(kind, str) and kind.strip():
+            raise  # a repeated component
+        raise ValueError(f"unknown attention kind {kind!r}; allowed: {allowed_mixers_text()}") from err
+
+
+def check_kind(kind: str | Kind) -> str:
+    """The canonical text of ``kind`` (``"R+V"`` and ``"vanilla+random"`` -> ``"random+vanilla"``: full names in
+    the canonical order), what configs store; ValueError listing every allowed kind."""
+    return str(resolve_kind(kind))
 
 
 def _baseline_class(name: str) -> type[nn.Module]:
@@ -61,26 +74,26 @@ def _option_names(kind: str) -> tuple[str, ...]:
     return tuple(p.name for p in params if p.name not in fixed and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
 
 
-def check_options(kind: str, options: dict) -> None:
+def check_options(kind: str | Kind, options: dict) -> None:
     """ValueError naming any option that the mixer ``kind`` does not take, with the ones it does."""
-    kind = check_kind(kind)
+    kind = resolve_kind(kind)
     allowed = _option_names(kind)
     for name in options:
         if name not in allowed:
-            raise ValueError(f"unknown option {name!r} for attention {kind!r}; allowed options: {', '.join(allowed) or 'none'}")
+            raise ValueError(f"unknown option {name!r} for attention {str(kind)!r}; allowed options: {', '.join(allowed) or 'none'}")
 
 
-def build_mixer(kind: str, d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0,
+def build_mixer(kind: str | Kind, d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0,
                 **options) -> nn.Module:
     """A self-attention layer mapping (B, n, d_model) -> (B, n, d_model) for ``kind``.
 
     Synthesizer kinds (``"random+vanilla"``, aliases such as ``"R+V"``, components in any order: the layer
-    keeps the canonical one, see ``check_kind``) give ``SynthesizerAttention``
+    keeps the canonical one, see ``resolve_kind``; or a parsed ``Kind``) give ``SynthesizerAttention``
     with options ``k``, ``fd_split``, ``dense_per_head``, ``mix_per_head``, ``impl``; ``"linformer"``,
     ``"lightconv"`` and ``"dynamicconv"`` give the baselines with their own options.
     """
-    kind = check_kind(kind)
+    kind = resolve_kind(kind)
     check_options(kind, options)
-    if kind in BASELINES:
+    if isinstance(kind, str):  # a baseline
         return _baseline_class(kind)(d_model, n_heads, max_len, causal=causal, dropout=dropout, **options)
     return SynthesizerAttention(d_model, n_heads, max_len, kind, causal=causal, dropout=dropout, **options)

@@ -1,49 +1,71 @@
-"""Parsing of attention ``kind`` strings: components, aliases and mixtures.
+"""Attention ``kind`` strings, parsed once into a canonical :class:`Kind`.
 
 A mixture's components are kept in one canonical order, whatever order the user wrote them in,
 so that ``"vanilla+random"``, ``"random+vanilla"`` and ``"R+V"`` name the same layer: the same
 ``kind`` string, the same parameter names and the same meaning of every entry of ``alpha``.
-The order (``COMPONENTS``) goes from the least to the most input-dependent logits: position only
-(``random``, ``fixed_random``, ``factorized_random``), the token itself (``dense``,
+The built-in order (``COMPONENTS``) goes from the least to the most input-dependent logits: position
+only (``random``, ``fixed_random``, ``factorized_random``), the token itself (``dense``,
 ``factorized_dense``), token pairs (``vanilla``). It keeps the project's names as written:
-``random+vanilla``, ``dense+vanilla``, ``random+dense``.
+``random+vanilla``, ``dense+vanilla``, ``random+dense``. Components added with
+``register_component`` follow the built-in ones, in registration order (``registry.names()``).
 """
 
 from __future__ import annotations
 
-# The canonical order of components in a mixture (see above).
-COMPONENTS = ("random", "fixed_random", "factorized_random", "dense", "factorized_dense", "vanilla")
-ALIASES = {
-    "v": "vanilla",
-    "d": "dense",
-    "r": "random",
-    "rfix": "fixed_random",
-    "fd": "factorized_dense",
-    "fr": "factorized_random",
-}
-_SHORT = {"rfix": "Rfix"}  # how the error messages spell an alias when upper case would mislead
-# Components whose logits do not depend on the input at all.
-INPUT_INDEPENDENT = frozenset({"random", "fixed_random", "factorized_random"})
+from . import registry
+
+# The built-in components in the canonical order of a mixture (see above), and their aliases.
+COMPONENTS = tuple(s.name for s in registry.specs() if s.builtin)
+ALIASES = {s.alias.lower(): s.name for s in registry.specs() if s.builtin}
+# Built-in components whose logits do not depend on the input at all.
+INPUT_INDEPENDENT = frozenset(s.name for s in registry.specs() if s.builtin and s.input_independent)
+
+
+class Kind(tuple):
+    """A parsed attention kind: its component names, in the canonical order. ``str()`` is the
+    canonical kind string (``"random+vanilla"``). It compares equal to the plain tuple of names."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return "+".join(self)
+
+    def __repr__(self) -> str:
+        return f"Kind({str(self)!r})"
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        return tuple(self)
 
 
 def allowed_kinds_text() -> str:
-    alias = {name: _SHORT.get(a, a.upper()) for a, name in ALIASES.items()}
-    names = ", ".join(f"{c} ({alias[c]})" for c in COMPONENTS)
+    names = ", ".join(s.name if s.alias is None else f"{s.name} ({s.alias})" for s in registry.specs())
     return f"one of {names}, or a '+'-joined set of distinct components such as 'random+vanilla'"
 
 
-def parse_kind(kind: str) -> tuple[str, ...]:
-    """Turn ``"vanilla+R"`` into ``("random", "vanilla")``: full names, in the canonical order of
-    ``COMPONENTS`` whatever the order written. Raises ValueError on anything else."""
+def parse_kind(kind: str | Kind) -> Kind:
+    """Turn ``"vanilla+R"`` into ``Kind(("random", "vanilla"))``: full names, in the canonical order
+    whatever the order written. A ``Kind`` is returned as it is. Raises ValueError on anything else."""
+    if isinstance(kind, Kind):
+        return kind
     if not isinstance(kind, str) or not kind.strip():
         raise ValueError(f"attention kind must be a non-empty string, got {kind!r}; allowed: {allowed_kinds_text()}")
-    parts = [p.strip().lower() for p in kind.split("+")]
     components = []
-    for part in parts:
-        name = ALIASES.get(part, part)
-        if name not in COMPONENTS:
-            raise ValueError(f"unknown attention component {part!r} in kind {kind!r}; allowed: {allowed_kinds_text()}")
+    for part in (p.strip() for p in kind.split("+")):
+        name = registry.resolve(part)
+        if name is None:
+            raise UnknownComponent(part, kind)
         if name in components:
             raise ValueError(f"attention kind {kind!r} repeats the component {name!r}; each component may appear once")
         components.append(name)
-    return tuple(sorted(components, key=COMPONENTS.index))
+    order = registry.names()
+    return Kind(sorted(components, key=order.index))
+
+
+class UnknownComponent(ValueError):
+    """A part of a kind string that names no component; ``part`` and ``kind`` say which."""
+
+    def __init__(self, part: str, kind: str, allowed: str | None = None):
+        self.part, self.kind = part, kind
+        super().__init__(f"unknown attention component {part.lower()!r} in kind {kind!r}; "
+                         f"allowed: {allowed or allowed_kinds_text()}")

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .masks import check_padding_mask
+from .masks import check_mixer_input
 from .vanilla import split_heads
 
 
@@ -64,12 +64,8 @@ class LinformerAttention(nn.Module):
         """x (B, n, d) -> (B, n, d)."""
         if cache is not None:
             raise ValueError("Linformer has no incremental decoding: it is encoder-only, pass cache=None")
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
+        check_mixer_input(x, self.d_model, self.max_len, key_padding_mask)
         b, n, _ = x.shape
-        if n > self.max_len:
-            raise ValueError(f"seq={n} exceeds max_len={self.max_len} of this layer; build it with a larger max_len")
-        check_padding_mask(key_padding_mask, b, n)
         keep = x.new_ones(b, n) if key_padding_mask is None else (~key_padding_mask).to(x.dtype)
         # Projecting before the linear maps computes the same function with n/k times less work for them:
         # E^T (m * (x W + b)) = (E^T (m * x)) W + (E^T m) b, with m the 0/1 mask of real positions.

@@ -1,13 +1,20 @@
-"""Causal and key-padding masks, and the softmax that respects them (True = masked everywhere)."""
+"""Causal and key-padding masks, and the empty-row rule, for every path (True = masked, except in
+``allowed_keys``, whose mask is the fused kernel's "may attend").
+
+The rule: a masked key (causal or padding) gets the logit -inf, so its weight is exactly 0 in any
+dtype; a row whose keys are all masked has no softmax, and the spec gives it zeros, never NaN.
+``masked_softmax`` applies it to materialised logits, ``masked_softmax_`` to logits already set to
+-inf in place (a block of rows), ``allowed_keys`` gives the mask and the empty rows for a kernel that
+takes a bool mask (the fused kernel, cross-attention), and ``causal_mask`` / ``finite_masked_logit``
+are the pieces the fast paths build their own form of the mask from.
+"""
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-# The one masking rule of every path: a masked key (causal or padding) gets the logit -inf, so its
-# weight is exactly 0 in any dtype; a row whose keys are all masked has no softmax, and the spec
-# gives it zeros (``masked_softmax`` here, the same rule in each fast path), never NaN.
+# The logit of a masked key (see above).
 MASKED = float("-inf")
 
 
@@ -27,6 +34,19 @@ def check_padding_mask(mask: Tensor | None, batch: int, seq: int) -> None:
         raise ValueError(f"key_padding_mask must be a bool tensor (True = padding), got {kind}")
     if tuple(mask.shape) != (batch, seq):
         raise ValueError(f"key_padding_mask must have shape (batch, seq) = {(batch, seq)}, got {tuple(mask.shape)}")
+
+
+def check_mixer_input(x: Tensor, d_model: int, max_len: int, key_padding_mask: Tensor | None,
+                      start: int | None = None) -> None:
+    """The input rule of every self-attention mixer: x (batch, seq, d_model), ``start`` cached positions
+    (None: no cache) plus seq at most ``max_len``, and a bool (batch, seq) padding mask or None."""
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ValueError(f"x must have shape (batch, seq, d_model={d_model}), got {tuple(x.shape)}")
+    t = x.shape[1]
+    if (start or 0) + t > max_len:
+        what = f"seq={t}" if start is None else f"cached {start} + new {t} positions"
+        raise ValueError(f"{what} exceeds max_len={max_len} of this layer; build it with a larger max_len")
+    check_padding_mask(key_padding_mask, x.shape[0], t)
 
 
 def causal_mask(n_rows: int, n_keys: int, device: torch.device, start: int = 0) -> Tensor:
@@ -51,3 +71,21 @@ def masked_softmax(logits: Tensor, mask: Tensor | None) -> Tensor:
     empty = mask.all(dim=-1, keepdim=True)
     logits = logits.masked_fill(mask, MASKED).masked_fill(empty, 0.0)
     return torch.softmax(logits, dim=-1).masked_fill(empty, 0.0)
+
+
+def masked_softmax_(logits: Tensor) -> Tensor:
+    """Softmax over the last axis of logits that are already -inf where masked, in place; a row that
+    is -inf everywhere (no key to attend to) gives zeros."""
+    empty = torch.isneginf(logits.amax(-1, keepdim=True))
+    return torch.softmax(logits.masked_fill_(empty, 0.0), dim=-1).masked_fill_(empty, 0.0)
+
+
+def allowed_keys(padding: Tensor, causal: bool, n_rows: int, start: int = 0) -> tuple[Tensor, Tensor]:
+    """For a kernel that takes a bool mask (True = may attend): the mask (B, 1, n_rows|1, n) and the
+    rows without any key (B, 1, n_rows|1, 1), which the mask lets see every key (so the kernel gives
+    no NaN) and whose output the caller sets to zero. ``padding`` (B, n) bool, True = padding."""
+    allowed = ~padding[:, None, None, :]
+    if causal:
+        allowed = allowed & ~causal_mask(n_rows, padding.shape[1], padding.device, start)
+    empty = ~allowed.any(dim=-1, keepdim=True)
+    return allowed | empty, empty

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .forms import BIAS
+
 
 def xavier_per_head_(t: Tensor) -> Tensor:
     """Xavier-uniform on each (rows, cols) matrix of a (H, rows, cols) tensor."""
@@ -15,20 +17,42 @@ def xavier_per_head_(t: Tensor) -> Tensor:
 
 
 class RandomLogits(nn.Module):
-    """``R: (H, L, L)``. With ``trainable=False`` it is a buffer: saved, never optimised."""
+    """``R: (H, L, L)``, learned. ``FixedRandomLogits`` keeps it as a buffer: saved, never optimised."""
 
-    def __init__(self, n_heads: int, max_len: int, trainable: bool = True):
+    form = BIAS
+    input_independent = True
+    trainable = True
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, **options):
         super().__init__()
         r = xavier_per_head_(torch.empty(n_heads, max_len, max_len))
-        if trainable:
+        if self.trainable:
             self.r = nn.Parameter(r)
         else:
             self.register_buffer("r", r)
 
-    def logits(self, start: int, n_rows: int, n_keys: int) -> Tensor:
-        """Rows start..start+n_rows-1, columns 0..n_keys-1, as (1, H, n_rows, n_keys)."""
+    def _block(self, start: int, n_rows: int, n_keys: int) -> Tensor:
+        """Rows start..start+n_rows-1, columns 0..n_keys-1 of R: (H, n_rows, n_keys)."""
         r = self.r
         if start > 0 or n_rows < r.shape[1] or n_keys < r.shape[2]:  # a slice's backward would allocate a zero (H, L, L)
             r = r[:, start : start + n_rows, :n_keys]
-        return r.unsqueeze(0)
+        return r
 
+    def logits(self, x: Tensor, start: int, n_keys: int) -> Tensor:
+        """(1, H, t, n_keys) for the t = x.shape[1] rows from ``start``; x itself is not read."""
+        return self._block(start, x.shape[1], n_keys).unsqueeze(0)
+
+    def bias(self, n: int) -> Tensor:
+        """R[:, :n, :n]: (H, n, n)."""
+        return self._block(0, n, n)
+
+    @staticmethod
+    def flops(batch: int, seq: int, d_model: int, n_heads: int, max_len: int, **options) -> int:
+        """Nothing: R is read, not computed."""
+        return 0
+
+
+class FixedRandomLogits(RandomLogits):
+    """``fixed_random``: R drawn once at init from the same distribution, a buffer in the state_dict."""
+
+    trainable = False

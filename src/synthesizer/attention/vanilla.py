@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-import torch
 from torch import Tensor, nn
+
+from .forms import FEATURES
 
 
 def split_heads(t: Tensor, n_heads: int) -> Tensor:
@@ -15,7 +16,11 @@ def split_heads(t: Tensor, n_heads: int) -> Tensor:
 
 
 class VanillaLogits(nn.Module):
-    def __init__(self, d_model: int, n_heads: int):
+    """``Q K^T / sqrt(d_h)``: the only component whose rows look at other tokens (through their keys)."""
+
+    form = FEATURES
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int | None = None, **options):
         super().__init__()
         self.n_heads = n_heads
         self.scale = 1.0 / math.sqrt(d_model // n_heads)
@@ -30,7 +35,20 @@ class VanillaLogits(nn.Module):
         """(B, t, d) -> (B, H, t, dh): what a decoding cache stores."""
         return split_heads(self.key(x), self.n_heads)
 
-    @staticmethod
-    def logits(q: Tensor, k: Tensor) -> Tensor:
-        return q @ k.transpose(-1, -2)
+    def logits(self, x: Tensor, start: int = 0, n_keys: int | None = None, keys: Tensor | None = None) -> Tensor:
+        """(B, H, t, n_keys). ``keys`` (B, H, n_keys, dh): those of every position, from the decoding
+        cache; without them the keys come from x, which must then hold all the positions."""
+        if keys is None:
+            if start != 0 or (n_keys is not None and n_keys != x.shape[1]):
+                raise ValueError(f"vanilla logits of rows {start}.. against {n_keys} keys need the cached keys: pass keys=")
+            keys = self.keys(x)
+        return self.queries(x) @ keys.transpose(-1, -2)
 
+    def features(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """q (B, H, n, dh) scaled by 1/sqrt(dh), k (B, H, n, dh)."""
+        return self.queries(x), self.keys(x)
+
+    @staticmethod
+    def flops(batch: int, seq: int, d_model: int, n_heads: int, max_len: int, **options) -> int:
+        """Q, K projections 4 B n d^2, Q K^T 2 B n^2 d."""
+        return 4 * batch * seq * d_model * d_model + 2 * batch * seq * seq * d_model

@@ -8,7 +8,8 @@ Symbols: B batch, n sequence length, d d_model, H heads (d_h = d / H), L max_len
 (factorized_random's k, Linformer's projected length), K a convolution's kernel size.
 
 Per layer, every Synthesizer kind pays the value and output projections (4 B n d^2) and the
-probabilities times values (2 B n^2 d), plus per logits component:
+probabilities times values (2 B n^2 d), plus per logits component its own formula (the
+component's ``flops``, read from the registry; a registered component without one raises):
 
 =====================  =================================================================
 vanilla                Q, K projections 4 B n d^2, Q K^T 2 B n^2 d
@@ -34,7 +35,7 @@ sdpa                   as vanilla
 
 from __future__ import annotations
 
-from ..attention.factorized import default_split
+from ..attention import registry
 from ..attention.kinds import parse_kind
 
 BASELINE_KINDS = ("linformer", "linformer_pypi", "lightconv", "dynamicconv", "sdpa")
@@ -76,15 +77,11 @@ def layer_flops(kind: str, batch: int, seq: int, d_model: int, n_heads: int, max
     _check_sizes(k=k)
     total = 4 * b * n * d * d + 2 * b * n * n * d
     for c in components:
-        if c == "vanilla":
-            total += 4 * b * n * d * d + 2 * b * n * n * d
-        elif c == "dense":
-            total += 2 * b * n * d * d + 2 * b * n * n * d
-        elif c == "factorized_random":
-            total += 2 * h * n * n * k
-        elif c == "factorized_dense":
-            a = default_split(max_len)
-            total += 2 * b * n * d * d + 2 * b * n * d * (a + max_len // a)
+        formula = registry.spec(c).flops
+        if formula is None:
+            raise ValueError(f"attention component {c!r} has no FLOP formula: give its factory a "
+                             f"flops(batch, seq, d_model, n_heads, max_len, **options) method")
+        total += formula(b, n, d, h, max_len, k=k)
     return total
 
 

@@ -12,8 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention.dispatch import applicable_paths
-from ..attention.factory import BASELINES, build_mixer, check_kind
-from ..attention.kinds import parse_kind
+from ..attention.factory import BASELINES, build_mixer, resolve_kind
 
 LINFORMER_K = 256  # projected length of both Linformers (the paper's and the package's default)
 PYPI_LINFORMER = "linformer_pypi"
@@ -86,12 +85,12 @@ def layer_names(kinds: list[str], baselines: list[str], causal: bool, candidates
     Raises ValueError on an unknown kind or baseline before anything is timed."""
     allowed = (*BASELINES, PYPI_LINFORMER)
     names = ["sdpa"]
-    for kind in kinds:
-        kind = check_kind(kind)
-        if kind in BASELINES:
+    for text in kinds:
+        kind = resolve_kind(text)  # parsed once: a Kind, or a baseline's name
+        if isinstance(kind, str):
             raise ValueError(f"{kind!r} is a baseline: pass it with --baselines, not --kinds")
-        names.append(kind)
-        paths = applicable_paths(parse_kind(kind))
+        names.append(str(kind))
+        paths = applicable_paths(kind)
         if candidates and "fused_bias" in paths:
             names += [f"{kind} [{path}]" for path in paths[1:]]
     for name in baselines:

@@ -73,7 +73,7 @@ class FeedForward(nn.Module):
 
 
 def self_attention(config: ModelConfig, causal: bool) -> nn.Module:
-    return build_mixer(config.attention, config.d_model, config.n_heads, config.max_len, causal=causal,
+    return build_mixer(config.kind, config.d_model, config.n_heads, config.max_len, causal=causal,
                        dropout=config.dropout, **config.attention_options)
 
 

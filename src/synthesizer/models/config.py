@@ -8,7 +8,8 @@ import json
 from dataclasses import dataclass, field
 
 from ..attention.cross import CROSS_KINDS
-from ..attention.factory import BASELINES, check_kind, check_options
+from ..attention.factory import check_options, resolve_kind
+from ..attention.kinds import Kind
 
 POSITIONS = ("learned", "sinusoidal")
 POOLINGS = ("mean", "first")
@@ -68,13 +69,23 @@ class ModelConfig:
                 raise ValueError(f"{name}={value!r} is not allowed; allowed values: {', '.join(allowed)}")
         if not isinstance(self.attention_options, dict):
             raise ValueError(f"attention_options must be a dict, got {type(self.attention_options).__name__}")
-        kind = check_kind(self.attention)
-        if kind not in BASELINES:  # a baseline's options are checked when it is built (it may not be importable here)
+        kind = self.kind
+        if isinstance(kind, Kind):  # a baseline's options are checked when it is built (it may not be importable here)
             check_options(kind, self.attention_options)
         for name in ("pad_id", "bos_id", "eos_id"):
             value = getattr(self, name)
             if not isinstance(value, int) or not 0 <= value < self.vocab_size:
                 raise ValueError(f"{name}={value!r} must be a token id in [0, vocab_size={self.vocab_size})")
+
+    @property
+    def kind(self) -> Kind | str:
+        """``attention`` parsed once (a ``Kind``, or a baseline's name): what the blocks build their
+        mixers from. Parsed again only if ``attention`` is changed."""
+        cached = self.__dict__.get("_kind")
+        if cached is None or cached[0] != self.attention:
+            cached = (self.attention, resolve_kind(self.attention))
+            self.__dict__["_kind"] = cached  # not a field: to_dict, equality and repr ignore it
+        return cached[1]
 
     @property
     def encoder_layers(self) -> int:

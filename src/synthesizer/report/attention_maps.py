@@ -1,7 +1,7 @@
 """The learned attention of a trained model, as numbers for heatmaps (stored in results.json).
 
 For every :class:`SynthesizerAttention` layer: when all its components are input-independent
-(``random``, ``fixed_random``, ``factorized_random``) the map is ``softmax(R)`` itself (with the
+(``random``, ``fixed_random``, ``factorized_random``, as the registry says) the map is ``softmax(R)`` itself (with the
 layer's causal mask), the same for every input; otherwise it is the layer's attention weights on a
 fixed sample sentence, read at that layer's real input (captured with a forward pre-hook while the
 whole model runs). Maps are cut to the first ``n`` positions and rounded, to keep the JSON small.
@@ -14,11 +14,20 @@ import inspect
 import torch
 from torch import nn
 
-from ..attention.kinds import INPUT_INDEPENDENT
+from ..attention import registry
 from ..attention.synthesizer import SynthesizerAttention
 
 SAMPLE_TEXT = ("The state of our union is strong, and the work of the people goes on. We will build new roads "
                "and schools, and we will keep faith with the men and women who serve this country.")
+
+
+def layer_place(name: str) -> tuple[str, int]:
+    """(stack, 0-based layer index) of a self-attention module's name: ``"decoder.1.attn"`` -> ("decoder", 1),
+    ``"blocks.0.attn"`` -> ("", 0) (a single stack: language model, classifier)."""
+    parts = name.split(".")
+    index = next((int(p) for p in parts if p.isdigit()), 0)
+    stack = next((p for p in parts if p in ("encoder", "decoder")), "")
+    return stack, index
 
 
 def synthesizer_layers(model: nn.Module) -> list[tuple[str, SynthesizerAttention]]:
@@ -27,7 +36,8 @@ def synthesizer_layers(model: nn.Module) -> list[tuple[str, SynthesizerAttention
 
 @torch.no_grad()
 def attention_maps(model: nn.Module, token_ids: list[int], n: int = 24, digits: int = 3) -> list[dict]:
-    """Per Synthesizer layer: ``{"layer", "kind", "source", "tokens", "heads": [H][n][n]}``.
+    """Per Synthesizer layer: ``{"layer", "stack", "index", "kind", "source", "heads": [H][n][n]}``
+    (``stack``: "encoder", "decoder" or "" for a single stack; ``index``: the layer within it, from 0).
 
     ``token_ids``: the sample input (cut to ``n`` and to every layer's ``max_len``). The model is run
     once on it (an encoder-decoder gets it as source and as decoder input).
@@ -59,12 +69,13 @@ def attention_maps(model: nn.Module, token_ids: list[int], n: int = 24, digits: 
 
     maps = []
     for name, layer in layers:
-        fixed = set(layer.components) <= INPUT_INDEPENDENT
+        fixed = all(registry.spec(c).input_independent for c in layer.components)
         x = inputs.get(name)
         if x is None:  # a layer the forward pass skipped (e.g. a decoder run without targets)
             continue
         probs = layer.attention_weights(x[:1, :n])[0]
-        maps.append({"layer": name, "kind": layer.kind,
+        stack, index = layer_place(name)
+        maps.append({"layer": name, "stack": stack, "index": index, "kind": layer.kind,
                      "source": "softmax(R), the same for every input" if fixed else "sample input",
                      "heads": [[[round(float(v), digits) for v in row] for row in head] for head in probs]})
     return maps

@@ -20,12 +20,17 @@ kind that diverged counts as infinitely worse. Training speed (tokens, target to
 compared with the tolerance ``SPEED_TOLERANCE`` (5%: the CPU is shared and timings drift), or the seed spread of
 the speeds when larger. A claim's verdict is "contradicts" if any check contradicts, "supports" if every check
 supports, and "cannot tell" otherwise, including when the run did not train a variant the claim needs.
+
+**The none floor.** Where a group trained ``none`` (no mixing between tokens), a variant whose loss against it
+is not wholly below 0 (the same interval as above) "does not use its attention": its table status says so
+(:func:`flag_unused_attention`, applied by ``tables.build_groups``) and so does every check that involves it.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,6 +86,7 @@ MATCH_LOSS = 1 - kept_share(PAPER_LM1B["random+vanilla"], PAPER_LM1B["vanilla"],
 class Check:
     verdict: str
     text: str
+    brief: str = ""           # the text without the numbers' details, for one-line summaries ("" = text)
 
 
 @dataclass
@@ -100,6 +106,8 @@ class Gap:
     low: float
     high: float
     note: str
+    brief: str = ""           # "loss +35.7% [+20.1%, +51.0%]"
+    how: str = ""             # how the interval was measured
 
 
 @dataclass
@@ -120,6 +128,24 @@ class Scale:
 
     def share(self, phi: float) -> float:
         return (phi - self.phi(self.trivial)) / self.gain
+
+
+REASON_WIDTH = 140  # characters of a check's text in the one-line summary of a verdict
+
+
+def verdict_reason(verdict: Verdict, width: int = REASON_WIDTH) -> str:
+    """One line saying why: the first check that gave the verdict (the first contradicting or undecided
+    one), or, when every check supports, how many did and the first; cut to about ``width`` characters."""
+    if not verdict.checks:
+        return "no check"
+    if verdict.verdict == SUPPORTS:
+        n = len(verdict.checks)
+        first = verdict.checks[0]
+        text = f"{'the only check' if n == 1 else f'all {n} checks'} support: {first.brief or first.text}"
+    else:
+        deciding = next(c for c in verdict.checks if c.verdict == verdict.verdict)
+        text = deciding.brief or deciding.text
+    return textwrap.shorten(text, width, placeholder=" ...")
 
 
 def combine(checks: list[Check]) -> str:
@@ -258,7 +284,7 @@ def quality_gap(group: Group, row: Row, ref: Row, scale: Scale) -> Gap | None:
     shown = "" if not math.isfinite(low) else f" [{low:+.1%}, {high:+.1%}]"
     note = (f"{row.kind} {_show(row, group, scale)} vs {ref.kind} {_show(ref, group, scale)}, kept shares of vanilla's "
             f"gain over {scale.why}: loss {value:+.1%}{shown} ({how})")
-    return Gap(value, low, high, note)
+    return Gap(value, low, high, note, f"loss {value:+.1%}{shown}", how)
 
 
 def slowdown(row: Row, ref: Row) -> Gap | None:
@@ -308,7 +334,10 @@ def _gap_check(group: Group, kind: str, ref: str, threshold: float, what: str, j
     gap = _quality_gap(group, kind, ref)
     if isinstance(gap, Check):
         return gap
-    return Check(judge(gap, threshold), f"{group.key}: {gap.note}; {what}")
+    need = what.split(" (")[0]  # the requirement without where its threshold comes from
+    brief = f"{group.key}: {kind} vs {ref}: {gap.brief or gap.note}; {need}{f' ({gap.how})' if gap.how else ''}"
+    return Check(judge(gap, threshold), f"{group.key}: {gap.note}; {what}{_attention_use_note(group, kind, ref)}",
+                 brief)
 
 
 def _faster_check(group: Group, kind: str, ref: str) -> Check:
@@ -320,6 +349,49 @@ def _faster_check(group: Group, kind: str, ref: str) -> Check:
         return Check(CANNOT_TELL, f"{group.key}: no training speed for {kind} or {ref}")
     # faster = slowdown < 0, i.e. slowdown <= 0 with the margin
     return Check(judge_at_most(gap, 0.0), f"{group.key}: {gap.note}; needs {kind} faster")
+
+
+# ----------------------------------------------------------------------------- the `none` floor
+
+NONE_KIND = "none"  # the token mixer without mixing (attention/none.py): each position keeps its own value
+NO_ATTENTION_USE = "does not use its attention"
+
+
+def attention_use_gap(group: Group, kind: str) -> Gap | None:
+    """The loss of ``kind`` against the group's ``none`` row (negative = better than no mixing), with the
+    claims' interval; None without a ``none`` row or a metric on either side. Where the kept-share scale
+    is undefined the loss is in raw units of the metric (phi): only the sign of the interval matters here."""
+    row, floor = group.row(kind), group.row(NONE_KIND)
+    if kind == NONE_KIND or row is None or floor is None or row.metric_mean is None or floor.metric_mean is None:
+        return None
+    scale = scale_of(group)
+    if isinstance(scale, Check):
+        scale = Scale(group.metric, 1.0, "", group.metric == "perplexity", group.higher_is_better, gain=1.0)
+    return quality_gap(group, row, floor, scale)
+
+
+def flag_unused_attention(group: Group) -> None:
+    """Mark every row not clearly better than ``none`` (the whole 95% interval of its loss against none
+    below 0, as the claims' "better" checks): ``ignores_attention`` and a status note. Only where the
+    group trained ``none``."""
+    for row in group.rows:
+        gap = attention_use_gap(group, row.kind)
+        if gap is not None and judge_at_most(gap, 0.0) != SUPPORTS:
+            row.ignores_attention = True
+            if NO_ATTENTION_USE not in row.status:
+                row.status = f"{row.status}; {NO_ATTENTION_USE}"
+
+
+def _attention_use_note(group: Group, *kinds: str) -> str:
+    """"; fixed_random does not use its attention (not clearly better than none: loss ...)" for flagged kinds."""
+    notes = []
+    for kind in kinds:
+        row = group.row(kind)
+        gap = attention_use_gap(group, kind) if row is not None and row.ignores_attention else None
+        if gap is not None:
+            notes.append(f"{kind} {NO_ATTENTION_USE} (not clearly better than {NONE_KIND}: {gap.brief or gap.note}"
+                         f"{f', {gap.how}' if gap.how else ''})")
+    return "".join(f"; {n}" for n in notes)
 
 
 def _no_groups(what: str = "") -> list[Check]:

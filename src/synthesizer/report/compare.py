@@ -33,11 +33,11 @@ from typing import Callable
 
 from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
-from .claims import evaluate_claims
+from .claims import evaluate_claims, verdict_reason
 from .document import build_report
 from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, steps_overrides, task_overrides
 from .results import FILENAME, empty_results, load_results, merge_results, put_run, save_results
-from .tables import build_groups, group_key, speed_unit, table_rows, text_table
+from .tables import build_groups, group_key, group_label, speed_unit, table_rows, text_table
 
 
 def data_name(cfg) -> str:
@@ -97,10 +97,21 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     kinds = check_kinds(list(kinds or DEFAULT_KINDS) + list(spec.baselines if baselines is None else baselines))
     extra = steps_overrides(steps) if steps is not None else []
-    tasks = [(t, config_fn(t.config, [*task_overrides(t, size), *extra, *overrides])) for t in spec.tasks]
+    tasks = []
+    for t in spec.tasks:
+        base = config_fn(t.config, [*task_overrides(t, size), *extra, *overrides])
+        preset_cfg = config_fn(t.config, [*task_overrides(t, size), *extra]) if overrides else base
+        tasks.append((t, base, _preset_label(t, base, preset_cfg)))
     out = Path(out or f"runs/compare-{preset}-{size}")
     with FolderLock(out, "comparison folder"):  # held until the report is written
         return _compare(preset, size, kinds, seeds, out, tasks, jobs, threads, heatmaps, command, run_fn, load_fn, log)
+
+
+def _preset_label(task, base, preset) -> str:
+    """The preset's label for ``task`` (e.g. "language modelling (SOTU subset)") when ``base`` trains the data
+    of ``preset`` (the same task's config without the user's overrides), else "": a report on the user's own
+    data names the group after the data its runs record."""
+    return task.label if data_name(base) == data_name(preset) else ""
 
 
 def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, tasks: list, jobs: int,
@@ -126,9 +137,10 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
 
     plan, planned = [], set()
     for seed in range(seeds):
-        for task, base in tasks:
+        for _, base, label in tasks:
             key = group_key(base.task, data_name(base))
-            results["labels"][key] = task.label
+            if label:
+                results["labels"][key] = label
             for kind in kinds:
                 run_dir = out / "runs" / key / kind / f"seed{seed}"
                 if run_dir not in planned:  # two tasks given the same data train it once
@@ -285,11 +297,11 @@ def print_tables(results: dict, log: Callable[[str], None] = print) -> None:
     groups = build_groups(results["runs"])
     for group in groups:
         log("")
-        log(f"{results['labels'].get(group.key, group.key)} [{group.key}]")
+        log(f"{group_label(group, results['labels'])} [{group.key}]")
         log(text_table(*table_rows(group)))
     log("")
     for v in evaluate_claims(groups):
-        log(f"claim {v.number}: {v.verdict}")
+        log(f"claim {v.number}: {v.verdict}: {verdict_reason(v)}")
 
 
 def render(folders: list[str], out: str | None = None, log: Callable[[str], None] = print, command: str = "") -> dict:

@@ -7,10 +7,11 @@ import re
 from pathlib import Path
 
 from . import plots
-from .claims import CANNOT_TELL, CONTRADICTS, MIN_SEEDS, SPEED_TOLERANCE, SUPPORTS, Verdict, evaluate_claims
+from .claims import (CANNOT_TELL, CONTRADICTS, MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, SUPPORTS,
+                     Verdict, evaluate_claims)
 from .render import Block, write_report
 from .results import save_results
-from .tables import Group, build_groups, group_key, table_rows
+from .tables import Group, build_groups, group_key, group_label, table_rows
 
 _MARK = {SUPPORTS: "supports", CONTRADICTS: "contradicts", CANNOT_TELL: "cannot tell"}
 
@@ -55,7 +56,8 @@ def _header(results: dict) -> list[Block]:
                         "ratio to vanilla; Δ is the metric's relative difference to vanilla. Status: **ok**; "
                         "**at chance** (no better than the trivial predictor named under the table); **diverged** "
                         "(NaN/inf training loss; its metric is left out); **failed** (the run raised an error, "
-                        "listed below the table). Train speed: the median over logging windows of the units trained per "
+                        f"listed below the table); **{NO_ATTENTION_USE}** (where `{NONE_KIND}` was trained: not "
+                        "clearly better than no mixing between tokens). Train speed: the median over logging windows of the units trained per "
                         "second (tokens for lm, target tokens for seq2seq, examples for classification), so evaluation "
                         "pauses do not count; train time includes them. Timings were measured on a shared machine: "
                         "expect noise."))
@@ -63,7 +65,7 @@ def _header(results: dict) -> list[Block]:
 
 
 def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder: Path) -> list[Block]:
-    blocks: list[Block] = [("h2", f"{label} — `{group.key}`" if label else f"`{group.key}`")]
+    blocks: list[Block] = [("h2", f"{label} — `{group.key}`")]
     config = next((r["config"] for r in runs if r.get("config")), None)
     if config:
         shown = {k: v for k, v in config.items() if k not in ("seed",)}
@@ -79,6 +81,10 @@ def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder
     if baselines:
         notes.append("Trivial predictors on the same test data: "
                      + ", ".join(f"{k} {v:.4g}" for k, v in baselines.items()) + ".")
+    if any(r.ignores_attention for r in group.rows):
+        notes.append(f"**{NO_ATTENTION_USE}**: the variant is not clearly better than `{NONE_KIND}` (each position "
+                     "keeps its own value, no mixing between tokens): the 95% interval of its loss against "
+                     f"`{NONE_KIND}`, measured as in the claims below, does not lie wholly on the better side.")
     steps = sorted({r.steps for r in group.rows if r.steps is not None})
     if steps:
         notes.append(f"Training steps: {', '.join(map(str, steps))}.")
@@ -94,14 +100,17 @@ def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder
         blocks += [("p", "**Failed runs:**"), ("list", errors)]
 
     figures = [(plots.plot_curves(group, runs, folder / f"{slug(group.key)}-curves.png"),
-                "Validation curves of every variant (all seeds)."),
+                f"Validation curves of every variant: the mean over seeds as a line, the {plots.CURVE_BAND} "
+                "(one seed: the run itself)."),
                (plots.plot_metric_vs_speed(group, folder / f"{slug(group.key)}-speed.png"),
                 "Test metric against training speed (error bars: std over seeds)."),
                (plots.plot_mixture_weights(group, runs, folder / f"{slug(group.key)}-mixtures.png"),
                 "Mixture weights softmax(α) during training (first seed; per-head weights averaged).")]
     for kind in [r.kind for r in group.rows if r.kind in maps]:
         path = plots.plot_attention(maps[kind], f"{group.key}: {kind}", folder / f"{slug(group.key)}-attention-{slug(kind)}.png")
-        figures.append((path, f"Attention of `{kind}` per layer (rows) and head (columns), best checkpoint of seed 0."))
+        figures.append((path, f"Attention of `{kind}` per layer and head (query position down, key position "
+                              "across; encoder-decoder models: the self-attention of each stack), best checkpoint "
+                              "of seed 0."))
     blocks += [("img", path.name, caption) for path, caption in figures if path is not None]
     return blocks
 
@@ -138,7 +147,7 @@ def build_report(results: dict, folder: str | Path) -> tuple[Path, Path]:
     for group in groups:
         runs = [r for r in results["runs"] if group_key(r["task"], r["data"]) == group.key]
         blocks += _group_blocks(group, runs, results.get("attention", {}).get(group.key, {}),
-                                results.get("labels", {}).get(group.key, ""), folder)
+                                group_label(group, results.get("labels", {})), folder)
     blocks += _claim_blocks(evaluate_claims(groups))
     blocks += [("h2", "Raw data"),
                ("p", "`results.json` holds every run's raw record (config, test and validation metrics, curves, "

@@ -1,7 +1,8 @@
 """The report's PNG plots (matplotlib, headless): curves, metric vs speed, attention heatmaps, mixture weights.
 
-Each function draws one figure from raw numbers (run records, a :class:`Group`, attention maps) and
-saves it; nothing here trains or loads a model.
+Each ``plot_*`` function draws one figure from raw numbers (run records, a :class:`Group`, attention maps)
+and saves it; ``curves_figure`` and ``attention_figure`` return theirs unsaved (for checks on the figure).
+Nothing here trains or loads a model.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import PowerNorm  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from .attention_maps import layer_place  # noqa: E402
 from .presets import DEFAULT_KINDS  # noqa: E402
 from .tables import Group, speed_unit  # noqa: E402
 
 DPI = 80
-_EXTRA = ("linformer", "dynamicconv", "lightconv")
+_EXTRA = ("linformer", "dynamicconv", "lightconv", "none")
 
 
 def kind_color(kind: str):
@@ -48,29 +51,63 @@ def curve_key(runs: list[dict]) -> str | None:
     return "valid_loss" if "valid_loss" in keys else sorted(keys)[0]
 
 
-def plot_curves(group: Group, runs: list[dict], path: Path) -> Path | None:
-    """Validation curves of every variant (every seed, one colour per kind) on one chart."""
+CURVE_BAND = "band: min to max over seeds"
+
+
+def _curve_series(runs: list[dict], key: str, kinds: list[str]) -> dict[str, dict[int, list[float]]]:
+    """kind -> step -> the values of ``key`` its seeds logged at that step, kinds in the order given
+    (the table's), then any others."""
+    series: dict[str, dict[int, list[float]]] = {}
+    rank = {k: i for i, k in enumerate(kinds)}
+    for run in sorted(runs, key=lambda r: (rank.get(r["attention"], len(rank)), r["attention"], r.get("seed", 0))):
+        steps = series.setdefault(run["attention"], {})
+        for p in run["curve"]:
+            if isinstance(p.get(key), (int, float)) and np.isfinite(p[key]):
+                steps.setdefault(int(p["step"]), []).append(float(p[key]))
+    return {k: v for k, v in series.items() if v}
+
+
+def _curve_legend_title(counts: set[int]) -> str | None:
+    if counts == {1}:
+        return None  # one seed: the lines are the runs themselves
+    mean = f"mean over {counts.pop()} seeds" if len(counts) == 1 else "mean over seeds"
+    return f"{mean};\n{CURVE_BAND}"
+
+
+def curves_figure(group: Group, runs: list[dict]):
+    """The validation-curve figure: per kind, the mean over seeds as one line and a band from the lowest
+    to the highest seed at each step; None when no run logged a shared validation series."""
     runs = [r for r in runs if r.get("curve")]
     key = curve_key(runs)
-    if key is None:
+    series = _curve_series(runs, key, [r.kind for r in group.rows]) if key is not None else {}
+    if not series:
         return None
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    labelled = set()
-    for run in sorted(runs, key=lambda r: (r["attention"], r.get("seed", 0))):
-        points = [(p["step"], p[key]) for p in run["curve"] if p.get(key) is not None]
-        if not points:
-            continue
-        kind = run["attention"]
-        steps, values = zip(*points)
-        ax.plot(steps, values, marker="o", ms=3, lw=1.5, color=kind_color(kind),
-                label=None if kind in labelled else kind, alpha=0.85)
-        labelled.add(kind)
+    fig, ax = plt.subplots(figsize=(8.6, 4.6))
+    counts = {kind: max(len(v) for v in by_step.values()) for kind, by_step in series.items()}
+    same = len(set(counts.values())) == 1  # then the seed count goes once into the legend's title
+    for kind, by_step in series.items():
+        steps = sorted(by_step)
+        values = [np.asarray(by_step[s]) for s in steps]
+        color = kind_color(kind)
+        ax.plot(steps, [v.mean() for v in values], marker="o", ms=3, lw=1.6, color=color,
+                label=kind if same else f"{kind} ({counts[kind]} seed{'s' if counts[kind] > 1 else ''})")
+        if counts[kind] > 1:
+            ax.fill_between(steps, [v.min() for v in values], [v.max() for v in values], color=color, alpha=0.12,
+                            lw=0)
     ax.set_xlabel("training step")
     ax.set_ylabel(key.replace("_", " "))
     ax.set_title(f"{group.key}: validation curves")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    return _save(fig, path)
+    # outside the axes: with ten variants a legend inside hides the curves it explains
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              title=_curve_legend_title(set(counts.values())), title_fontsize=8)
+    return fig
+
+
+def plot_curves(group: Group, runs: list[dict], path: Path) -> Path | None:
+    """Validation curves of every variant (mean over seeds, min-max band) on one chart, saved to ``path``."""
+    fig = curves_figure(group, runs)
+    return None if fig is None else _save(fig, path)
 
 
 def plot_metric_vs_speed(group: Group, path: Path) -> Path | None:
@@ -90,27 +127,60 @@ def plot_metric_vs_speed(group: Group, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def plot_attention(maps: list[dict], title: str, path: Path) -> Path | None:
-    """One heatmap per layer (rows) and head (columns); query positions down, key positions across."""
+ATTENTION_COLUMNS = 4  # heatmaps per row: wider figures shrink every panel on a page
+
+
+def layer_title(layer: dict) -> str:
+    """"encoder layer 1", "decoder layer 2", or "layer 1" for a single stack (1-based, as people count)."""
+    stack, index = (layer["stack"], layer["index"]) if "stack" in layer else layer_place(layer["layer"])
+    return f"{stack} layer {index + 1}".strip()
+
+
+def attention_figure(maps: list[dict], title: str):
+    """The heatmap figure: one panel per (layer, head), each layer starting a new row of at most
+    ``ATTENTION_COLUMNS`` panels; query position down, key position across; one shared colour bar."""
     if not maps:
         return None
-    n_layers, n_heads = len(maps), max(len(m["heads"]) for m in maps)
-    fig, axes = plt.subplots(n_layers, n_heads, figsize=(1.7 * n_heads + 0.6, 1.8 * n_layers + 0.5), squeeze=False)
+    n_heads = max(len(m["heads"]) for m in maps)
+    cols = min(ATTENTION_COLUMNS, n_heads)
+    per_layer = -(-n_heads // cols)
+    n_rows = per_layer * len(maps)
+    fig, axes = plt.subplots(n_rows, cols, figsize=(2.5 * cols + 1.2, 2.45 * n_rows + 0.9), squeeze=False,
+                             layout="constrained")
+    # a square-root colour scale keeps the spread-out rows visible next to the peaked first rows
+    norm = PowerNorm(0.5, vmin=0.0, vmax=1.0)
+    image, used = None, []
     for i, layer in enumerate(maps):
-        for h in range(n_heads):
-            ax = axes[i][h]
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if h < len(layer["heads"]):
-                # a square-root colour scale keeps the spread-out rows visible next to the peaked first rows
-                ax.imshow(np.asarray(layer["heads"][h]), cmap="viridis", norm=PowerNorm(0.5, vmin=0.0, vmax=1.0),
-                          interpolation="nearest")
-            if i == 0:
-                ax.set_title(f"head {h}", fontsize=8)
-            if h == 0:
-                ax.set_ylabel(layer["layer"].replace(".attn", "").replace("blocks.", "layer "), fontsize=7)
-    fig.suptitle(f"{title}\n({maps[0]['source']})", fontsize=9)
-    return _save(fig, path)
+        for h in range(per_layer * cols):
+            ax = axes[i * per_layer + h // cols][h % cols]
+            if h >= len(layer["heads"]):
+                ax.set_axis_off()
+                continue
+            weights = np.asarray(layer["heads"][h], dtype=float)
+            image = ax.imshow(weights, cmap="viridis", norm=norm, interpolation="nearest")
+            ax.set_title(f"{layer_title(layer)}, head {h + 1}", fontsize=9)
+            ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(5, integer=True))
+            ax.tick_params(labelsize=7)
+            used.append(ax)
+    # axis names on the outer panels only: the first column and the lowest panel of every column
+    for ax in used:
+        row, col = ax.get_subplotspec().rowspan.start, ax.get_subplotspec().colspan.start
+        if col == 0:
+            ax.set_ylabel("query position", fontsize=8)
+        if not any(o.get_subplotspec().colspan.start == col and o.get_subplotspec().rowspan.start > row for o in used):
+            ax.set_xlabel("key position", fontsize=8)
+    bar = fig.colorbar(image, ax=used, shrink=min(0.8, 3.0 / n_rows + 0.3), aspect=30, pad=0.02)
+    bar.set_label("attention weight (square-root colour scale)", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    fig.suptitle(f"{title} ({maps[0]['source']})", fontsize=10)
+    return fig
+
+
+def plot_attention(maps: list[dict], title: str, path: Path) -> Path | None:
+    """The heatmaps of :func:`attention_figure`, saved to ``path``."""
+    fig = attention_figure(maps, title)
+    return None if fig is None else _save(fig, path)
 
 
 def plot_mixture_weights(group: Group, runs: list[dict], path: Path) -> Path | None:

@@ -16,9 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# The paper's rows (Tay et al., Table 2), in its order: vanilla first, pure synthesizers, mixtures.
-DEFAULT_KINDS = ("vanilla", "fixed_random", "random", "factorized_random", "dense", "factorized_dense",
-                 "random+dense", "dense+vanilla", "random+vanilla")
+from ..attention import registry
+from ..attention.kinds import parse_kind
+
+# The paper's rows (Tay et al., Table 2), in its order: vanilla first, the pure synthesizers (each
+# component's ``paper_row`` in the registry), then the paper's mixtures.
+PAPER_MIXTURES = ("random+dense", "dense+vanilla", "random+vanilla")
+DEFAULT_KINDS = (*(s.name for s in sorted((s for s in registry.specs() if s.paper_row is not None),
+                                          key=lambda s: s.paper_row)),
+                 *(str(parse_kind(kind)) for kind in PAPER_MIXTURES))
 SIZES = ("quick", "full")
 
 # Every size: equal step budgets (no wall-clock cap). Quick seq2seq: greedy decoding on a small sample.

@@ -21,6 +21,9 @@ from typing import Sequence
 
 import numpy as np
 
+# per-sentence BLEU statistics are computed where the metrics are (re-exported for the report's users)
+from ..tasks.metrics import bleu_sentence_stats  # noqa: F401
+
 PER_EXAMPLE_KINDS = ("accuracy", "bleu", "rouge")
 DEFAULT_RESAMPLES = 1000
 
@@ -91,18 +94,6 @@ def corpus_bleu_from_stats(sums: np.ndarray) -> np.ndarray:
     # no n-gram of some order at all, or no match of any order: BLEU is 0
     zero = (total == 0).any(axis=-1) | none.all(axis=-1)
     return np.where(zero, 0.0, bp * score)
-
-
-def bleu_sentence_stats(hyps: Sequence[str], refs: Sequence[str], max_ngram_order: int = 4,
-                        tokenize: str = "13a") -> list[list[int]]:
-    """sacreBLEU's sufficient statistics per sentence (one reference each): ``[n, 2 + 2N]`` as lists,
-    what a run record's ``per_example`` holds for BLEU (``max_ngram_order=1`` for BLEU-1)."""
-    from sacrebleu.metrics import BLEU
-
-    if len(hyps) != len(refs):
-        raise ValueError(f"got {len(hyps)} hypotheses but {len(refs)} references")
-    bleu = BLEU(tokenize=tokenize, max_ngram_order=max_ngram_order)
-    return [[int(v) for v in s] for s in bleu._extract_corpus_statistics(list(hyps), [list(refs)])]
 
 
 def _as_stats(kind: str, values) -> np.ndarray:

@@ -49,6 +49,7 @@ class Row:
     metric_values: list[float] = field(default_factory=list)
     per_example: list[dict | None] = field(default_factory=list)  # each record's "per_example" (None: absent)
     baselines: dict = field(default_factory=dict)  # trivial predictors' test scores (the records' "baselines")
+    ignores_attention: bool = False  # not clearly better than the group's `none` row (claims.flag_unused_attention)
 
 
 @dataclass
@@ -70,6 +71,17 @@ class Group:
 
 def group_key(task: str, data: str) -> str:
     return f"{task}-{data}"
+
+
+TASK_NAMES = {"lm": "language modelling", "classification": "classification", "regression": "regression",
+              "translation": "translation", "summarization": "summarization", "dialogue": "dialogue"}
+
+
+def group_label(group: Group, labels: dict[str, str]) -> str:
+    """What a report calls a group: the preset's label (``labels``, by group key: only recorded where the
+    runs trained the preset's own data), else the task and the data name the runs record, e.g.
+    "language modelling (mine)"."""
+    return labels.get(group.key) or f"{TASK_NAMES.get(group.task, group.task)} ({group.data})"
 
 
 def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
@@ -109,7 +121,11 @@ def _order(kinds: set[str]) -> list[str]:
 
 
 def build_groups(runs: list[dict]) -> list[Group]:
-    """Aggregate raw run records into one :class:`Group` per (task, data), rows in the paper's order."""
+    """Aggregate raw run records into one :class:`Group` per (task, data), rows in the paper's order.
+    Where the group trained ``none`` (no mixing between tokens), a row not clearly better than it gets the
+    status note "does not use its attention", by the claims' interval rule."""
+    from .claims import flag_unused_attention  # the interval rule lives with the claims, which import this module
+
     by_group: dict[str, list[dict]] = {}
     for run in runs:
         by_group.setdefault(group_key(run["task"], run["data"]), []).append(run)
@@ -124,6 +140,7 @@ def build_groups(runs: list[dict]) -> list[Group]:
                 for kind in _order({r["attention"] for r in group_runs})]
         group = Group(key, first["task"], first["data"], metric, higher, rows, chance)
         _relative(group)
+        flag_unused_attention(group)
         groups.append(group)
     return groups
 

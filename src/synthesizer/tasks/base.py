@@ -3,6 +3,8 @@
 A task holds the tokenized splits of one corpus and supplies the Trainer's ``step_fn`` and
 ``train_batches``, a cheap validation ``evaluate`` (for model selection at every eval), the full
 ``metrics`` of a split (generation metrics included, for the end of a run) and trivial ``baselines``.
+``metrics`` also keeps the per-example statistics of the primary metric where it has them
+(``per_example(split)``), so a comparison can bootstrap over test examples without scoring twice.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Task:
         self.rank, self.world_size = rank, world_size
         self.max_len = cfg.model.get("max_len", 512)
         self.on_too_long = cfg.model.get("on_too_long", "error")
+        self._per_example: dict[str, dict] = {}  # split -> the last ``metrics`` call's per-example statistics
 
     def model_fields(self) -> dict:
         """ModelConfig fields the task fixes (e.g. ``n_classes``)."""
@@ -55,6 +58,18 @@ class Task:
 
     def baselines(self, split: str = "test") -> dict[str, float]:
         return {}
+
+    def per_example(self, split: str = "test") -> dict | None:
+        """Per-example statistics of the primary metric from the last ``metrics(model, split)``, in the
+        split's example order: ``{"metric", "kind": "accuracy" | "bleu" | "rouge", "values": [n] or
+        [n, 2 + 2N]}`` (see ``report.stats``), or None where the metric has none (perplexity, correlations)."""
+        return self._per_example.get(split)
+
+    def keep_per_example(self, split: str, kind: str, values: list) -> None:
+        """Record ``values`` as the per-example statistics of the primary metric on ``split``; floats
+        rounded to 4 decimals, so a record stays small."""
+        rounded = [round(v, 4) if isinstance(v, float) else v for v in values]
+        self._per_example[split] = {"metric": self.primary_metric, "kind": kind, "values": rounded}
 
     def uniform_loss(self) -> float | None:
         """Training loss of a predictor that spreads its probability evenly: ln V over the vocabulary

@@ -141,7 +141,10 @@ class ClassificationTask(Task):
 
     def metrics(self, model: nn.Module, split: str = "test") -> dict[str, float]:
         preds, loss = self.predict(model, split)
-        return {"loss": loss, **self._scores(preds, self.encoded(split)[2])}
+        labels = self.encoded(split)[2]
+        if not self.regression:  # correlations do not split into per-example scores
+            self.keep_per_example(split, "accuracy", [int(p == y) for p, y in zip(preds, labels)])
+        return {"loss": loss, **self._scores(preds, labels)}
 
     def baselines(self, split: str = "test") -> dict[str, float]:
         train = [row["label"] for row in split_of(self.corpus, "train")]

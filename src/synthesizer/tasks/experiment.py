@@ -17,7 +17,9 @@ Run folder written by :func:`run_experiment` (rank 0 only under ``torchrun``)::
 ``result.json`` (and the returned dict): task, data, attention, seed, config, test_metrics,
 valid_metrics, baselines, primary_metric, higher_is_better, curve, mixture_weights, components,
 params, train_time_s, train_tokens_per_s, steps, checkpoint, log, diverged, diverged_step (the first
-update of the divergent stretch, or None), stopped, provenance (data.json's content).
+update of the divergent stretch, or None), stopped, provenance (data.json's content), and per_example
+(the test split's per-example statistics of the primary metric, in the split's order, where the task has
+them: ``{"metric", "kind", "values"}``, see ``report.stats``; none for perplexity).
 
 Resuming (``resume=True``) continues the run in ``out_dir`` only if it is the same run: the same
 config, except the fields in ``RESUMABLE`` (more or fewer steps, time cap, logging, evaluation and
@@ -38,8 +40,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..attention.factory import BASELINES
-from ..attention.kinds import COMPONENTS, parse_kind
+from ..attention import registry
+from ..attention.factory import resolve_kind
 from ..data.hub import load_hub
 from ..data.provenance import data_differences, data_provenance, file_hash, tokenizer_provenance
 from ..data.records import SEQ2SEQ_TASKS, Corpus, DataError
@@ -90,7 +92,8 @@ def load_data(cfg: ExperimentConfig) -> Corpus:
 
 
 def components_of(kind: str) -> list[str]:
-    return [kind] if kind in BASELINES else list(parse_kind(kind))
+    parsed = resolve_kind(kind)  # a Kind, or a baseline's name
+    return [parsed] if isinstance(parsed, str) else list(parsed)
 
 
 def self_attention_layers(model: nn.Module) -> list[nn.Module]:
@@ -111,7 +114,8 @@ def mixture_weights(model: nn.Module) -> list | None:
 
 def param_summary(model: nn.Module) -> dict:
     counts = model.param_counts()
-    logits = sum(v for k, v in counts.items() if k.startswith("attention.") and k.split(".", 1)[1] in COMPONENTS)
+    components = registry.names()  # built-in and registered: every logits component counts
+    logits = sum(v for k, v in counts.items() if k.startswith("attention.") and k.split(".", 1)[1] in components)
     return {"total": sum(counts.values()), "attention_logits": logits, "by_component": counts}
 
 
@@ -319,11 +323,12 @@ def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corp
             continue
         checkpoint, link = out_dir / which, which
         break
-    valid_metrics, test_metrics = {}, {}
+    valid_metrics, test_metrics, per_example = {}, {}, None
     if checkpoint is not None:
         model.eval()
         valid_metrics = task.metrics(model, "valid")
         test_metrics = task.metrics(model, "test")
+        per_example = task.per_example("test")  # what a comparison's bootstrap resamples
     log = read_log(out_dir / "log.jsonl")
     kind = cfg.attention
     return {
@@ -337,6 +342,7 @@ def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corp
         "checkpoint": str(out_dir / link) if link is not None else None,
         "log": str(out_dir / "log.jsonl"), "diverged": diverged_step is not None, "diverged_step": diverged_step,
         "stopped": stopped,
+        **({"per_example": per_example} if per_example else {}),
     }
 
 
@@ -370,6 +376,12 @@ def evaluate_run(run_dir: str | Path, split: str = "test", which: str = "best") 
     if split not in ("valid", "test"):
         raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
     model, tokenizer, cfg = load_trained(run_dir, which)
-    corpus = load_data(cfg)
-    task = TASK_CLASSES[cfg.task](cfg, corpus, tokenizer)
+    return evaluate_model(model, tokenizer, cfg, split)
+
+
+def evaluate_model(model: nn.Module, tokenizer: Tokenizer, cfg: ExperimentConfig, split: str = "test") -> dict:
+    """Metrics of ``model`` on ``split`` (``valid`` or ``test``) of the data ``cfg`` names (NaN/inf as None)."""
+    if split not in ("valid", "test"):
+        raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
+    task = TASK_CLASSES[cfg.task](cfg, load_data(cfg), tokenizer)
     return _finite(task.metrics(model, split))

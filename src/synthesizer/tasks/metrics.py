@@ -58,19 +58,38 @@ def bleu1(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> fl
     return BLEU(tokenize=tokenize, max_ngram_order=1).corpus_score(list(hyps), [list(refs)]).score
 
 
-def rouge(hyps: Sequence[str], refs: Sequence[str], types: Sequence[str] = ("rouge1", "rouge2", "rougeL")
-          ) -> dict[str, float]:
-    """Mean ROUGE F-measure per type over the pairs (rouge-score, Porter stemming), in points."""
+def bleu_sentence_stats(hyps: Sequence[str], refs: Sequence[str], max_ngram_order: int = 4,
+                        tokenize: str = "13a") -> list[list[int]]:
+    """sacreBLEU's sufficient statistics per sentence (one reference each): ``[n, 2 + 2N]`` as lists,
+    ``[hyp_len, ref_len, correct_1..N, total_1..N]``, what a run record's ``per_example`` holds for BLEU
+    (``max_ngram_order=1`` for BLEU-1); their sum gives the corpus BLEU (``report.stats.metric_of``)."""
+    from sacrebleu.metrics import BLEU
+
+    if len(hyps) != len(refs):
+        raise ValueError(f"got {len(hyps)} hypotheses but {len(refs)} references")
+    bleu = BLEU(tokenize=tokenize, max_ngram_order=max_ngram_order)
+    return [[int(v) for v in s] for s in bleu._extract_corpus_statistics(list(hyps), [list(refs)])]
+
+
+def rouge_per_example(hyps: Sequence[str], refs: Sequence[str],
+                      types: Sequence[str] = ("rouge1", "rouge2", "rougeL")) -> dict[str, list[float]]:
+    """ROUGE F-measure of every pair per type (rouge-score, Porter stemming), in points."""
     from rouge_score import rouge_scorer
 
     _check_pairs(hyps, refs)
     scorer = rouge_scorer.RougeScorer(list(types), use_stemmer=True)
-    totals = dict.fromkeys(types, 0.0)
+    per = {t: [] for t in types}
     for h, r in zip(hyps, refs):
         scores = scorer.score(r, h)  # (target, prediction)
         for t in types:
-            totals[t] += scores[t].fmeasure
-    return {t: 100.0 * v / len(hyps) for t, v in totals.items()}
+            per[t].append(100.0 * scores[t].fmeasure)
+    return per
+
+
+def rouge(hyps: Sequence[str], refs: Sequence[str], types: Sequence[str] = ("rouge1", "rouge2", "rougeL")
+          ) -> dict[str, float]:
+    """Mean ROUGE F-measure per type over the pairs (rouge-score, Porter stemming), in points."""
+    return {t: sum(v) / len(v) for t, v in rouge_per_example(hyps, refs, types).items()}
 
 
 # ----------------------------------------------------------------------------- classification

@@ -8,6 +8,8 @@ or greedily, and detokenized by the tokenizer before scoring:
 * translation: ``bleu`` (sacreBLEU); summarization: ``rouge1``, ``rouge2``, ``rougeL``;
   dialogue: ``bleu1``, ``rougeL`` and ``perplexity``. All also report ``loss`` and ``perplexity``.
 * baseline: the source copied as the output, scored the same way.
+* per-example statistics of the primary metric (``per_example``): BLEU's sufficient statistics per
+  sentence (BLEU-1's for dialogue), or the ROUGE-L F of every pair.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ..data.batching import LengthBucketSampler, length_batches, pad_sequences
 from ..models.generation import beam_search, generate
 from ..training.losses import sequence_cross_entropy
 from .base import Task, bucket_sampler, skip_batches, split_of
-from .metrics import bleu1, corpus_bleu, perplexity, rouge
+from .metrics import bleu1, bleu_sentence_stats, corpus_bleu, perplexity, rouge_per_example
 
 PRIMARY = {"translation": ("bleu", True), "summarization": ("rougeL", True), "dialogue": ("bleu1", True)}
 
@@ -122,22 +124,28 @@ class Seq2SeqTask(Task):
                 out[i] = text.strip()
         return out
 
-    def _scores(self, hyps: list[str], refs: list[str]) -> dict[str, float]:
+    def _scores(self, hyps: list[str], refs: list[str]) -> tuple[dict[str, float], tuple[str, list]]:
+        """The metrics of ``hyps`` against ``refs`` and the per-example statistics of the primary one:
+        (metrics, (kind, values)), BLEU as per-sentence sufficient statistics, ROUGE as per-pair F (points)."""
         if self.cfg.task == "translation":
-            return {"bleu": corpus_bleu(hyps, refs)}
+            return {"bleu": corpus_bleu(hyps, refs)}, ("bleu", bleu_sentence_stats(hyps, refs))
         if self.cfg.task == "summarization":
-            return rouge(hyps, refs)
-        return {"bleu1": bleu1(hyps, refs), "rougeL": rouge(hyps, refs, ("rougeL",))["rougeL"]}
+            per = rouge_per_example(hyps, refs)
+            return {t: sum(v) / len(v) for t, v in per.items()}, ("rouge", per["rougeL"])
+        rouge_l = rouge_per_example(hyps, refs, ("rougeL",))["rougeL"]
+        return ({"bleu1": bleu1(hyps, refs), "rougeL": sum(rouge_l) / len(rouge_l)},
+                ("bleu", bleu_sentence_stats(hyps, refs, max_ngram_order=1)))
 
     def metrics(self, model: nn.Module, split: str = "test") -> dict[str, float]:
         nll = self._nll(model, split)
         rows, srcs = self._capped(split)
         hyps = self.decode(model, srcs)
-        out = self._scores(hyps, [r["target"] for r in rows])
+        out, (kind, values) = self._scores(hyps, [r["target"] for r in rows])
+        self.keep_per_example(split, kind, values)
         out.update({"loss": nll, "perplexity": perplexity(min(nll, 700.0)), "n_generated": len(hyps)})
         return out
 
     def baselines(self, split: str = "test") -> dict[str, float]:
         rows, _ = self._capped(split)
-        scores = self._scores([r["source"] for r in rows], [r["target"] for r in rows])
+        scores, _ = self._scores([r["source"] for r in rows], [r["target"] for r in rows])
         return {f"copy_source_{k}": v for k, v in scores.items()}

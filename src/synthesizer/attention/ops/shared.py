@@ -1,11 +1,9 @@
-"""Fast paths: the same function as the reference path, without a (B, H, n, n) tensor.
+"""``shared``: every component is input-independent (random kinds), so ``P = softmax(mask(S))`` is
+computed once per head and applied to the whole batch as one matrix product per head.
 
-* ``shared``: every component is input-independent (random kinds), so ``P = softmax(mask(S))`` is
-  computed once per head and applied to the whole batch as one matrix product per head. Key padding
-  uses ``O_b = P (m_b * V_b) / (P m_b)`` with ``m_b`` the 0/1 vector of real keys.
-* ``fused``: logits that are dot products (dense, factorized_random, vanilla and their mixtures) are
-  one dot product over concatenated features, handed to ``scaled_dot_product_attention``.
-* ``fused_bias`` (mixtures with random, in ``fused_bias.py``) and ``blockwise`` (``chunked.py``).
+Key padding differs per example but needs no per-example matrix: with ``m_b`` the 0/1 vector of real
+keys, ``O_b = P (m_b * V_b) / (P m_b)``, and a row with a zero denominator (no real key: the
+empty-row rule in this form) gives zeros.
 """
 
 from __future__ import annotations
@@ -14,7 +12,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .masks import MASKED, causal_mask
+from ..masks import MASKED, causal_mask
+from .scores import Scores
+
+NAME = "shared"
+NEEDS = "bias"
+
+
+def applies(components) -> bool:
+    """Every component input-independent."""
+    return all(c.input_independent for c in components)
 
 
 class _SharedSoftmaxProduct(torch.autograd.Function):
@@ -45,12 +52,13 @@ class _SharedSoftmaxProduct(torch.autograd.Function):
         return dprobs, grad_columns, None
 
 
-def shared_attention(logits: Tensor, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
-    """logits (H, n, n) shared by the batch, v (B, H, n, dh) -> (B, n, H*dh).
+def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
+    """``scores.bias`` (H, n, n) shared by the batch, v (B, H, n, dh) -> (B, H, n, dh).
 
     With dropout, one dropout mask per head is shared by the batch (the price of never building
     per-example weights); ``impl="reference"`` drops per example.
     """
+    logits = scores.bias
     b, h, n, dh = v.shape
     if causal:
         logits = logits.masked_fill(causal_mask(n, n, v.device), MASKED)
@@ -69,28 +77,4 @@ def shared_attention(logits: Tensor, v: Tensor, padding: Tensor | None, causal: 
     if denom is not None:
         denom = denom.unsqueeze(-1)  # (H, n, B, 1): weight of the real keys in each row
         out = torch.where(denom > 0, out / denom.clamp_min(torch.finfo(denom.dtype).tiny), out.new_zeros(()))
-    return out.permute(2, 1, 0, 3).reshape(b, n, h * dh)
-
-
-def fused_attention(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None, causal: bool, dropout: float,
-                    training: bool) -> Tensor:
-    """q, k (B, H, n, dq); v (B, H, n, dh); logits are ``q k^T`` with no further scaling. Returns (B, n, H*dh)."""
-    b, h, n, dh = v.shape
-    dq = q.shape[-1]
-    if dq != dh:  # the fused CPU kernel needs one head size for q, k and v
-        v = F.pad(v, (0, dq - dh)) if dq > dh else v
-        if dq < dh:
-            q, k = F.pad(q, (0, dh - dq)), F.pad(k, (0, dh - dq))
-    allowed, empty = None, None
-    if padding is not None:
-        allowed = ~padding[:, None, None, :]  # (B, 1, 1, n)
-        if causal:
-            allowed = allowed & ~causal_mask(n, n, q.device)
-        # A row with no allowed key would be NaN: let it see everything, then zero its output.
-        empty = ~allowed.any(dim=-1, keepdim=True)
-        allowed = allowed | empty
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout if training else 0.0,
-                                         is_causal=causal and allowed is None, scale=1.0)
-    if empty is not None:
-        out = out.masked_fill(empty, 0.0)
-    return out[..., :dh].transpose(1, 2).reshape(b, n, h * dh)
+    return out.permute(2, 0, 1, 3)  # a view; the layer's head merge makes the one copy

@@ -1,4 +1,4 @@
-"""Blockwise attention with a batch-shared additive term: memory-lean, and its backward gives the
+"""``blockwise``: attention with a batch-shared additive term: memory-lean, and its backward gives the
 gradient of that term (which the fused kernel does not).
 
 Logits ``q k^T + bias`` (bias shared by the batch, e.g. ``w * R`` of a random synthesizer), masked,
@@ -12,9 +12,20 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .masks import MASKED, causal_mask
+from ..forms import BIAS, FEATURES
+from ..masks import MASKED, causal_mask, masked_softmax_
+from .scores import Scores
+
+NAME = "blockwise"
+NEEDS = "features"
 
 BLOCK_ELEMENTS = 1 << 22  # logits per block: 16 MiB in float32
+
+
+def applies(components) -> bool:
+    """Dot products of features, plus any batch-shared bias terms."""
+    forms = {c.form for c in components}
+    return FEATURES in forms and forms <= {FEATURES, BIAS}
 
 
 def _block_size(b: int, h: int, n: int) -> int:
@@ -38,10 +49,7 @@ def _block_probs(q: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | No
         logits.masked_fill_(causal_mask(e - s, m, q.device, start=s), MASKED)
     if padding is None:  # every row keeps at least its own key (causal) or all keys
         return torch.softmax(logits, dim=-1)
-    pad = padding[:, None, None, :m]
-    logits.masked_fill_(pad, MASKED)
-    empty = torch.isneginf(logits.amax(-1, keepdim=True))
-    return torch.softmax(logits.masked_fill_(empty, 0.0), dim=-1).masked_fill_(empty, 0.0)
+    return masked_softmax_(logits.masked_fill_(padding[:, None, None, :m], MASKED))
 
 
 class _BlockwiseAttention(torch.autograd.Function):
@@ -113,3 +121,8 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = N
     p = dropout if training else 0.0
     seed = int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else 0
     return _BlockwiseAttention.apply(q, k, v, bias, padding, causal, p, seed)
+
+
+def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
+    """q, k (B, H, n, dq) and bias (H, n, n) or None of ``scores``; v (B, H, n, dv) -> (B, H, n, dv)."""
+    return blockwise_attention(scores.q, scores.k, v, scores.bias, padding, causal, dropout, training)

@@ -1,0 +1,75 @@
+"""The ``none`` token mixer: each position keeps its own value, ``O_h = V_h``, then the output projection.
+
+Not a synthesizer and no attention at all: there is no mixing between tokens, so the output at position i
+depends on ``x_i`` alone. Trained beside the variants of a comparison, it is the floor a layer that
+really uses its attention has to clear: a variant that does not clearly beat ``none`` does not use its
+attention. Padding and causality hold by construction (no position ever sees another), and decoding
+needs no state: its cache stores nothing but the number of positions seen, to enforce ``max_len``.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .masks import check_mixer_input
+
+
+class NoneCache:
+    """The decoding cache of :class:`NoMixing`: no tensors, only the count of positions decoded so far."""
+
+    def __init__(self) -> None:
+        self.length = 0
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+    def reorder(self, index: Tensor) -> None:
+        """Beam search keeps batch rows ``index``: nothing is cached, so nothing moves."""
+
+
+class NoMixing(nn.Module):
+    """Token mixer ``y = out(value(x))`` applied to every position on its own.
+
+    Args:
+        d_model, n_heads, max_len, causal, dropout: as for ``SynthesizerAttention``; ``n_heads`` only has to
+        divide ``d_model`` (the heads are the value's channel groups, and keeping ``V_h`` per head is the
+        same as keeping ``V``); ``dropout`` has nothing to act on (there are no attention weights) and is
+        kept for the shared constructor.
+    Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding (checked,
+    otherwise unused: no real position reads a padded one).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0):
+        super().__init__()
+        for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
+        self.causal, self.dropout = causal, dropout
+        self.value = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def param_counts(self) -> dict[str, int]:
+        """Trainable parameters: values and output only (nothing decides where to attend)."""
+        return {"values_output": sum(p.numel() for m in (self.value, self.out) for p in m.parameters())}
+
+    def new_cache(self) -> NoneCache:
+        """An empty decoding cache (causal or not: with no mixing, decoding step by step is always exact)."""
+        return NoneCache()
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: NoneCache | None = None) -> Tensor:
+        """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those decoded."""
+        check_mixer_input(x, self.d_model, self.max_len, key_padding_mask, None if cache is None else cache.length)
+        b, t, _ = x.shape
+        start = 0 if cache is None else cache.length
+        if cache is not None:
+            cache.length = start + t
+        return self.out(self.value(x))
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}"

@@ -1,0 +1,17 @@
+"""Attention kernels behind one signature, one file each, with the naive reference beside them.
+
+Every kernel module has
+* ``NAME``: the path name (``layer.path``, ``impl=``);
+* ``NEEDS``: what the layer hands it in :class:`Scores` (``"logits"``, ``"features"`` or ``"bias"``);
+* ``applies(components) -> bool``: whether it computes a layer of these components (their
+  ``registry.ComponentSpec``s), read by the dispatcher; ``fused_bias`` also has ``runs(device,
+  training, dropout)`` and ``FALLBACK``, where its kernel cannot run;
+* ``attend(scores, v, padding, causal, dropout, training) -> (B, H, t, d_v)`` with v (B, H, n, d_v)
+  and padding (B, n) bool (True = padding) or None.
+
+``reference`` materialises the logits and is what every fast kernel is tested against.
+"""
+
+from .scores import Scores
+
+__all__ = ["Scores"]
