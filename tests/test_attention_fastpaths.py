@@ -88,11 +88,12 @@ def fast_cases():
 
 # What impl="auto" must run, written by hand from the README's path table, in eval mode and in
 # training with dropout: shared for input-independent kinds, fused for dot products, fused_bias for
-# random mixed with dot products (blockwise when dropout is on), reference only with factorized_dense.
+# random mixed with dot products (blockwise when dropout is on), its own kernel for factorized_dense
+# alone and reference for its mixtures.
 EXPECTED_PATH = {
     "random": ("shared", "shared"), "fixed_random": ("shared", "shared"),
     "factorized_random": ("shared", "shared"), "dense": ("fused", "fused"), "vanilla": ("fused", "fused"),
-    "factorized_dense": ("reference", "reference"),
+    "factorized_dense": ("factorized_dense", "factorized_dense"),
     "random+fixed_random": ("shared", "shared"), "random+factorized_random": ("shared", "shared"),
     "fixed_random+factorized_random": ("shared", "shared"),
     "random+dense": ("fused_bias", "blockwise"), "random+vanilla": ("fused_bias", "blockwise"),

@@ -25,7 +25,8 @@ TINY = {"batch": 1, "seq": 16, "layers": 1, "d_model": 16, "heads": 2, "vocab": 
 def tiny_presets(monkeypatch):
     monkeypatch.setattr(layer, "QUICK", {"batch": 1, "seqs": [8, 16], "d_model": 16, "heads": 2, "repeats": 1,
                                          "warmup": 0, "max_call_s": 30.0})
-    monkeypatch.setattr(model, "QUICK", {"lm": dict(TINY), "classifier": dict(TINY)})
+    sizes = {k: v for k, v in TINY.items() if k != "batch"} | {"batches": [1, 2]}
+    monkeypatch.setattr(model, "QUICK", {"lm": dict(sizes), "classifier": dict(sizes)})
     monkeypatch.setattr(decode, "QUICK", dict(TINY, prompt=3, new_tokens=4))
 
 
@@ -58,10 +59,18 @@ def test_all_quick_writes_every_output(tiny_presets, tmp_path, capsys):
     assert vanilla["fwd_bwd_vs_vanilla"] == 1.0
     assert rnd["fwd_bwd_vs_vanilla"] == pytest.approx(rnd["fwd_bwd_s"] / vanilla["fwd_bwd_s"])
 
-    lm = {r["kind"]: r for r in rows if r["bench"] == "model" and r["task"] == "lm"}
+    models = [r for r in rows if r["bench"] == "model"]
+    assert {(r["task"], r["batch"], r["causal"]) for r in models} == {(t, b, t == "lm") for t in ("lm", "classifier")
+                                                                      for b in (1, 2)}
+    lm = {r["kind"]: r for r in models if r["task"] == "lm" and r["batch"] == 2}
     assert set(lm) == {"vanilla", "random", "lightconv", "dynamicconv"}  # linformer is encoder-only
-    assert "linformer" in {r["kind"] for r in rows if r["bench"] == "model" and r["task"] == "classifier"}
-    assert lm["random"]["tokens_per_s"] == pytest.approx(TINY["batch"] * TINY["seq"] / lm["random"]["step_s"])
+    assert "linformer" in {r["kind"] for r in models if r["task"] == "classifier"}
+    assert lm["random"]["tokens_per_s"] == pytest.approx(2 * TINY["seq"] / lm["random"]["step_s"])
+    for r in models:  # weights, and AdamW's moments of the parameters the steps reached
+        assert 4 * r["params"] < r["state_bytes"] <= 3 * 4 * r["params"] + 4 * 1000 and (r["step_peak_bytes"] is None or r["step_peak_bytes"] >= 0)
+    if lm["vanilla"]["peak_bytes"]:
+        assert lm["vanilla"]["peak_vs_vanilla"] == 1.0
+    assert "| lm | yes | 2 | random |" in text and "weights+AdamW MiB" in text
     dec = {r["kind"]: r for r in rows if r["bench"] == "decode"}
     assert dec["random"]["cache_vs_vanilla"] == 0.5  # values only, against keys and values
 
@@ -172,6 +181,14 @@ def test_target_verdicts():
     assert by("LM training")["met"] is True and by("cache")["met"] is True and by("decoding: random's tokens")["met"] is False
     text = targets_table(rows)
     assert "**missed**" in text and "not measured" in text and text.count("\n| layer") == 6
+
+
+def test_lm_target_is_judged_at_the_largest_batch():
+    lm = lambda kind, batch, tps: {"bench": "model", "task": "lm", "kind": kind, "tokens_per_s": tps,  # noqa: E731
+                                   "layers": 4, "d_model": 512, "seq": 1024, "batch": batch, "flops_vs_vanilla": 1.3}
+    rows = [lm("vanilla", 1, 100.0), lm("random", 1, 70.0), lm("vanilla", 8, 100.0), lm("random", 8, 140.0)]
+    found = next(t for t in targets(rows) if t["target"].startswith("LM training"))
+    assert found["value"] == 1.4 and found["met"] is True and "batch 8" in found["detail"]
 
 
 def test_write_results_without_layer_rows_makes_no_plots(tmp_path):

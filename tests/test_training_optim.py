@@ -76,3 +76,29 @@ def test_sequence_cross_entropy_sums_over_non_padding_tokens():
     assert_close_f32(smooth, manual, "label-smoothed loss", SUM)
     with pytest.raises(ValueError, match="do not match"):
         sequence_cross_entropy(logits, targets[:, :4], pad_id=0)
+
+
+def test_fused_adamw_is_the_default_on_cpu_and_matches_the_loop():
+    torch.manual_seed(0)
+    fused_model = TinyLM(d=16)
+    loop_model = TinyLM(d=16)
+    loop_model.load_state_dict(fused_model.state_dict())
+    fused = build_optimizer(fused_model, lr=1e-2, weight_decay=0.1)
+    loop = build_optimizer(loop_model, lr=1e-2, weight_decay=0.1, fused=False)
+    assert fused.defaults["fused"] is True and not loop.defaults["fused"] and not loop.defaults["foreach"]
+    ids, start = torch.randint(0, 10, (4, 6)), fused_model.mix.weight.detach().clone()
+    for _ in range(5):
+        for model, opt in ((fused_model, fused), (loop_model, loop)):
+            opt.zero_grad(set_to_none=True)
+            model(ids).square().mean().backward()
+            opt.step()
+    for (name, a), b in zip(fused_model.named_parameters(), loop_model.parameters()):
+        assert_close_f32(a, b, f"{name} after 5 fused steps", SUM)
+    assert (fused_model.mix.weight - start).abs().max() > 1e-3  # the steps did move the weights
+
+
+def test_fused_is_not_asked_for_where_it_cannot_run():
+    from synthesizer.training.optim import fused_supported
+
+    assert fused_supported([torch.zeros(2, device="cpu")])
+    assert not fused_supported([torch.zeros(2, device="meta")])

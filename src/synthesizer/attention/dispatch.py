@@ -7,15 +7,22 @@ d_model 512, 8 heads, seq 1024; see the README's benchmark table, reproduced by
   ~0.4x vanilla;
 - dot products of features only (dense, factorized_random, vanilla and their mixtures): ``fused``
   (one scaled_dot_product_attention call over concatenated features) beats ``blockwise``;
-- features mixed with a batch-shared bias (random): ``fused_bias`` (the fused kernel with ``w * R``
-  detached as a float mask, plus a blockwise pass for the gradient of R) beat ``blockwise`` (our
+- features mixed with a batch-shared bias (random): ``fused_bias`` (the fused kernel's forward with
+  ``w * R`` as a float mask, then one blockwise backward pass for dq, dk, dv and the gradient of R
+  together: 1.51x / 1.88x the plain layer for random+vanilla at seq 1024 / 2048, against 1.81x /
+  2.76x for the kernel's backward plus a second pass, measured side by side; see ``ops/fused_bias``)
+  beat ``blockwise`` (our
   query-blocked attention) in the benchmark command's run (batch 8, seq 1024/2048, 2 threads:
   random+vanilla 2.1x/3.0x the plain layer against 4.0x/5.7x; random+dense 1.8x/2.6x against
   2.6x/4.3x). The reference path was as fast or faster there (2.0x/2.1x) but keeps (B, H, n, n)
   tensors: 15x the plain layer's peak memory at seq 2048, against 2.7x, so it is not the default.
   ``fused_bias`` hands over to ``blockwise`` where its kernel cannot run (dropout while training,
   non-CPU devices);
-- anything else (``factorized_dense``, a registered component with general logits): ``reference``.
+- ``factorized_dense`` alone: ``factorized_dense`` (its logits generated block by block from the
+  per-token factors): about the reference path's time at seq 1024, slower at 2048 (2.5x the plain layer), but 1.8x the plain layer's peak memory at seq
+  2048 against 11.3x (figures in ``ops/factorized_dense.py``);
+- anything else (mixtures with ``factorized_dense``, a registered component with general logits):
+  ``reference``.
 
 Each kernel states once which layers it applies to (``applies``); ``running_path`` is the one place
 that decides what a forward pass runs: the layer's ``forward`` and its ``path`` both ask it, so what
@@ -29,11 +36,11 @@ from types import ModuleType
 import torch
 
 from . import registry
-from .ops import blockwise, fused, fused_bias, reference, shared
+from .ops import blockwise, factorized_dense, fused, fused_bias, reference, shared
 
 # The kernels in the ranking above; the first that applies is the default.
-KERNELS: dict[str, ModuleType] = {k.NAME: k for k in (shared, fused, fused_bias, blockwise, reference)}
-IMPLS = ("auto", "reference", "shared", "fused", "fused_bias", "blockwise")
+KERNELS: dict[str, ModuleType] = {k.NAME: k for k in (shared, fused, fused_bias, blockwise, factorized_dense, reference)}
+IMPLS = ("auto", "reference", "shared", "fused", "fused_bias", "blockwise", "factorized_dense")
 
 
 def applicable_paths(components: tuple[str, ...]) -> list[str]:

@@ -70,11 +70,21 @@ class FactorizedDenseLogits(nn.Module):
         linear_init_(self.wa, self.ba, d_head)
         linear_init_(self.wb, self.bb, d_head)
 
+    def factors(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Pa (B, H, t, a) and Pb (B, H, t, b) of the tokens of x."""
+        hidden = torch.relu(split_heads(self.hidden(x), self.n_heads))  # (B, H, t, dh)
+        pa = hidden @ self.wa.unsqueeze(0) + self.ba[None, :, None, :]
+        pb = hidden @ self.wb.unsqueeze(0) + self.bb[None, :, None, :]
+        return pa, pb
+
+    def features(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """What the ``factorized_dense`` kernel takes: the factors Pa (B, H, n, a), Pb (B, H, n, b).
+        Not a dot product (the component's form stays ``LOGITS``): the kernel tiles them itself."""
+        return self.factors(x)
+
     def logits(self, x: Tensor, start: int, n_keys: int) -> Tensor:
         """(B, H, t, n_keys) for the tokens of x (position does not matter)."""
-        hidden = torch.relu(split_heads(self.hidden(x), self.n_heads))  # (B, H, t, dh)
-        pa = hidden @ self.wa.unsqueeze(0) + self.ba[None, :, None, :]  # (B, H, t, a)
-        pb = hidden @ self.wb.unsqueeze(0) + self.bb[None, :, None, :]  # (B, H, t, b)
+        pa, pb = self.factors(x)
         # Column j = u*b + v pairs Pa[u] (each repeated b times) with Pb[v] (tiled a times): an outer
         # product, flattened, then cut to the first n_keys columns.
         return (pa.unsqueeze(-1) * pb.unsqueeze(-2)).flatten(-2)[..., :n_keys]

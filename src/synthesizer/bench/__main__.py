@@ -59,7 +59,7 @@ def run_all(args: argparse.Namespace, command: str) -> list[dict]:
     for name, bench in BENCHES.items():
         sub = parser(name).parse_args((["--kinds", *args.kinds] if args.kinds else []) + (["--quick"] if args.quick else []))
         sub.threads, sub.device = args.threads, args.device
-        if name == "layer":
+        if name in ("layer", "model"):
             sub.no_memory = args.no_memory
         rows += bench.run(sub)
         write_results(rows, args.out, command, time.perf_counter() - start)

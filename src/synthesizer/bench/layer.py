@@ -31,7 +31,7 @@ DEFAULT_KINDS = ("vanilla", "dense", "random", "fixed_random", "factorized_dense
 DEFAULT_BASELINES = ("linformer", PYPI_LINFORMER, "lightconv", "dynamicconv")
 FULL = {"batch": 2, "seqs": [256, 512, 1024, 2048, 4096], "d_model": 512, "heads": 8, "repeats": 3, "warmup": 1,
         "max_call_s": 2.5}
-QUICK = {"batch": 2, "seqs": [64, 128], "d_model": 128, "heads": 4, "repeats": 2, "warmup": 1, "max_call_s": 2.5}
+QUICK = {"batch": 2, "seqs": [32, 64, 128, 256], "d_model": 128, "heads": 4, "repeats": 2, "warmup": 1, "max_call_s": 2.5}
 
 
 def time_layers(layers: dict[str, nn.Module], batch: int, seq: int, d: int, repeats: int, warmup: int,

@@ -91,8 +91,33 @@ def layer_peaks(name: str, seqs: list[int], batch: int, d_model: int, heads: int
     return peaks
 
 
+def model_peaks(task: str, kinds: list[str], sizes: dict, device: torch.device) -> dict[str, dict[str, int | None]]:
+    """{kind: {"state_bytes": weights and AdamW's buffers, "step_peak_bytes": what one training step
+    (activations, gradients) allocates above them}} for the models of ``task``.
+
+    Each model first takes one step on a (1, 16) batch: that creates AdamW's state and pays the
+    one-off allocations outside the peak; the measured step then runs on the full batch.
+    """
+    from .model import batch_data, build_model, training_step
+
+    peaks = {}
+    for kind in kinds:
+        torch.manual_seed(0)
+        model, optimizer = build_model(task, kind, sizes, device)
+        warm = batch_data(dict(sizes, batch=1, seq=min(16, sizes["seq"])), device)
+        training_step(task, model, optimizer, *warm)()
+        optimizer.zero_grad(set_to_none=True)
+        step = training_step(task, model, optimizer, *batch_data(sizes, device))
+        tensors = [p for p in model.parameters()] + [t for s in optimizer.state.values() for t in s.values()
+                                                    if isinstance(t, torch.Tensor)]
+        peaks[kind] = {"state_bytes": sum(t.nbytes for t in tensors), "step_peak_bytes": peak_bytes(step, device)}
+        del model, optimizer, step, tensors
+    return peaks
+
+
 def _main(spec_json: str) -> None:
-    """Child process of the layer benchmark: print the peaks of the named layers at their lengths, as JSON."""
+    """Child process of the layer (or model) benchmark: print the peaks of the named layers at their
+    lengths (or of the models), as JSON."""
     import json
 
     spec = json.loads(spec_json)
@@ -101,6 +126,9 @@ def _main(spec_json: str) -> None:
         release_freed_memory_at_once()
     if spec.get("threads"):
         torch.set_num_threads(spec["threads"])
+    if "model" in spec:
+        print(json.dumps(model_peaks(spec["model"], spec["kinds"], spec["sizes"], device)))
+        return
     # The process's first backward pass starts autograd's machinery: pay for it before any peak.
     layer_peaks("sdpa", [16], 1, spec["d_model"], spec["heads"], spec["causal"], device)
     found = {}

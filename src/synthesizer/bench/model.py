@@ -2,9 +2,14 @@
 
     python -m synthesizer.bench model [--quick] [--out results/bench]
 
-One training step = forward, cross-entropy loss, backward, AdamW step, on random token ids of a full
-batch (no padding). The models of every kind are stepped round-robin so that load on a shared
-machine hits them alike; ratios are to ``vanilla`` of the same run. Dropout is 0: with dropout on the
+One training step = forward, cross-entropy loss, backward, AdamW step (``training.build_optimizer``,
+what the trainer uses), on random token ids of a full batch (no padding). The LM is causal, the
+classifier is not; each runs at batch 1 and at batch 8 (the input-independent kinds share their
+attention weights across the batch, so batch 1 is their worst case). The models of every kind are
+stepped round-robin so that load on a shared machine hits them alike; ratios are to ``vanilla`` of
+the same run. Peak memory is measured afterwards in one fresh process per task and batch (see
+``memory.model_peaks``): ``state_bytes`` (weights and AdamW state) plus ``step_peak_bytes`` (what
+one step allocates above them). Dropout is 0: with dropout on the
 attention probabilities, the fused CPU attention kernel falls back to its slow path, and that would
 measure the kernel, not the architecture.
 """
@@ -12,6 +17,8 @@ measure the kernel, not the architecture.
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 
 import torch
@@ -19,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..models import Classifier, LanguageModel, ModelConfig
+from ..training.optim import build_optimizer
 from .env import environment, progress_bar
 from .flops import layer_flops
 from .layers import LINFORMER_K
@@ -28,11 +36,12 @@ CAUSAL_BASELINES = ("lightconv", "dynamicconv")
 ENCODER_BASELINES = ("linformer", "lightconv", "dynamicconv")
 # The pure components: mixtures cost the sum of their parts and are timed at layer level.
 MODEL_KINDS = ("vanilla", "dense", "random", "fixed_random", "factorized_dense", "factorized_random")
-FULL = {"lm": {"batch": 1, "seq": 1024, "layers": 4, "d_model": 512, "heads": 8, "vocab": 1024, "repeats": 3, "warmup": 1},
-        "classifier": {"batch": 2, "seq": 512, "layers": 4, "d_model": 512, "heads": 8, "vocab": 1024, "repeats": 3,
+FULL = {"lm": {"batches": [1, 8], "seq": 1024, "layers": 4, "d_model": 512, "heads": 8, "vocab": 1024, "repeats": 3,
+               "warmup": 1},
+        "classifier": {"batches": [1, 8], "seq": 512, "layers": 4, "d_model": 512, "heads": 8, "vocab": 1024, "repeats": 3,
                        "warmup": 1}}
-QUICK = {task: {"batch": 2, "seq": 64, "layers": 2, "d_model": 64, "heads": 4, "vocab": 128, "repeats": 2, "warmup": 1}
-         for task in ("lm", "classifier")}
+QUICK = {task: {"batches": [1, 2], "seq": 64, "layers": 2, "d_model": 64, "heads": 4, "vocab": 128, "repeats": 2,
+                "warmup": 1} for task in ("lm", "classifier")}
 
 
 def model_config(kind: str, sizes: dict) -> ModelConfig:
@@ -48,6 +57,18 @@ def model_flops(kind: str, task: str, sizes: dict) -> int:
     ffn = 2 * 2 * b * n * d * 4 * d
     head = 2 * b * n * d * sizes["vocab"] if task == "lm" else 0
     return sizes["layers"] * (attn + ffn) + head
+
+
+def build_model(task: str, kind: str, sizes: dict, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
+    """The model of ``task`` for ``kind`` in training mode, and its optimizer."""
+    model = (LanguageModel if task == "lm" else Classifier)(model_config(kind, sizes)).to(device).train()
+    return model, build_optimizer(model, lr=1e-4)
+
+
+def batch_data(sizes: dict, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random token ids (batch, seq) and binary labels (batch,)."""
+    ids = torch.randint(3, sizes["vocab"], (sizes["batch"], sizes["seq"]), device=device)
+    return ids, torch.randint(0, 2, (sizes["batch"],), device=device)
 
 
 def training_step(task: str, model: nn.Module, optimizer: torch.optim.Optimizer, ids: torch.Tensor,
@@ -66,17 +87,15 @@ def training_step(task: str, model: nn.Module, optimizer: torch.optim.Optimizer,
 
 
 def run_task(task: str, kinds: list[str], sizes: dict, device: torch.device, env: dict) -> list[dict]:
-    """Rows of tokens/s per kind for ``task`` ("lm" or "classifier")."""
+    """Rows of tokens/s per kind for ``task`` ("lm" or "classifier") at one batch size (``sizes["batch"]``)."""
     torch.manual_seed(0)
-    ids = torch.randint(3, sizes["vocab"], (sizes["batch"], sizes["seq"]), device=device)
-    labels = torch.randint(0, 2, (sizes["batch"],), device=device)
+    ids, labels = batch_data(sizes, device)
     steps, params = {}, {}
     for kind in kinds:
-        model = (LanguageModel if task == "lm" else Classifier)(model_config(kind, sizes)).to(device).train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        model, optimizer = build_model(task, kind, sizes, device)
         steps[kind] = training_step(task, model, optimizer, ids, labels)
         params[kind] = sum(p.numel() for p in model.parameters())
-    with progress_bar((sizes["repeats"] + sizes["warmup"]) * len(kinds), f"model, {task}") as bar:
+    with progress_bar((sizes["repeats"] + sizes["warmup"]) * len(kinds), f"model, {task}, batch {sizes['batch']}") as bar:
         stats = interleaved_medians(steps, device, sizes["repeats"], sizes["warmup"], bar.update)
     tokens = sizes["batch"] * sizes["seq"]
     rows = []
@@ -87,12 +106,31 @@ def run_task(task: str, kinds: list[str], sizes: dict, device: torch.device, env
                      "params": params[kind], "flops": model_flops(kind, task, sizes),
                      "step_s": s["median"], "step_min_s": s["min"], "step_max_s": s["max"],
                      "tokens_per_s": tokens / s["median"], "tokens_per_s_min": tokens / s["max"],
-                     "tokens_per_s_max": tokens / s["min"]} | env)
+                     "tokens_per_s_max": tokens / s["min"], "causal": task == "lm"} | env)
+    del steps
+    return rows
+
+
+def measure_memory(task: str, kinds: list[str], sizes: dict, device: torch.device, threads: int) -> dict[str, dict]:
+    """{kind: {"state_bytes", "step_peak_bytes"}} from one fresh process (``memory.model_peaks``), {} on failure."""
+    spec = {"model": task, "kinds": kinds, "sizes": sizes, "device": str(device), "threads": threads}
+    out = subprocess.run([sys.executable, "-m", "synthesizer.bench.memory", json.dumps(spec)],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        print(f"# memory of the {task} models not measured: {out.stderr.strip().splitlines()[-1:] or out.returncode}",
+              file=sys.stderr)
+        return {}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _add_ratios(rows: list[dict]) -> None:
+    """Ratios to ``vanilla`` of the same task and batch."""
     base = next((r for r in rows if r["kind"] == "vanilla"), None)
     for r in rows:
         r["tokens_per_s_vs_vanilla"] = r["tokens_per_s"] / base["tokens_per_s"] if base else None
         r["flops_vs_vanilla"] = base["flops"] / r["flops"] if base else None  # >1: fewer FLOPs than vanilla
-    return rows
+        ok = base is not None and r.get("peak_bytes") is not None and base.get("peak_bytes")
+        r["peak_vs_vanilla"] = r["peak_bytes"] / base["peak_bytes"] if ok else None
 
 
 def run(args: argparse.Namespace) -> list[dict]:
@@ -103,13 +141,25 @@ def run(args: argparse.Namespace) -> list[dict]:
     env = environment(device)
     print(f"# model benchmark: {presets}, torch {env['torch']}, {env['threads']} threads, {device}", file=sys.stderr)
     kinds = list(args.kinds)
+    runs = []  # (task, kinds, sizes of one batch)
+    for task, baselines in (("lm", CAUSAL_BASELINES), ("classifier", ENCODER_BASELINES)):
+        if task in args.tasks:
+            preset = presets[task]
+            for batch in args.batches or preset["batches"]:
+                sizes = {k: v for k, v in preset.items() if k != "batches"} | {"batch": batch}
+                runs.append((task, kinds + [b for b in args.baselines if b in baselines], sizes))
     rows = []
-    if "lm" in args.tasks:
-        rows += run_task("lm", kinds + [b for b in args.baselines if b in CAUSAL_BASELINES], presets["lm"], device, env)
-    if "classifier" in args.tasks:
-        rows += run_task("classifier", kinds + [b for b in args.baselines if b in ENCODER_BASELINES], presets["classifier"], device,
-                         env)
-    return rows
+    for task, run_kinds, sizes in runs:
+        rows.append(run_task(task, run_kinds, sizes, device, env))
+    for (task, run_kinds, sizes), task_rows in zip(runs, rows):  # after every timing: see memory.model_peaks
+        peaks = {} if args.no_memory else measure_memory(task, run_kinds, sizes, device, env["threads"])
+        for r in task_rows:
+            p = peaks.get(r["kind"], {})
+            r["state_bytes"], r["step_peak_bytes"] = p.get("state_bytes"), p.get("step_peak_bytes")
+            known = r["state_bytes"] is not None and r["step_peak_bytes"] is not None
+            r["peak_bytes"] = r["state_bytes"] + r["step_peak_bytes"] if known else None
+        _add_ratios(task_rows)
+    return [r for task_rows in rows for r in task_rows]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -118,3 +168,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baselines", nargs="*", default=list(ENCODER_BASELINES),
                    help="baselines (the LM takes the causal ones only; default: %(default)s)")
     p.add_argument("--tasks", nargs="+", default=["lm", "classifier"], choices=["lm", "classifier"])
+    p.add_argument("--batches", nargs="+", type=int, default=None,
+                   help=f"batch sizes, each a run of its own (default: {FULL['lm']['batches']})")
+    p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")

@@ -52,12 +52,15 @@ def layer_table(rows: list[dict]) -> str:
 
 
 def model_table(rows: list[dict]) -> str:
-    lines = ["| task | kind | params | GFLOP fwd | step ms [min-max] | tokens/s | tokens/s x V | FLOP ratio V/kind |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| task | causal | batch | kind | params | GFLOP fwd | step ms [min-max] | tokens/s | tokens/s x V "
+             "| FLOP ratio V/kind | weights+AdamW MiB | step peak MiB | mem x V |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['task']} | {r['kind']} | {r['params']:,} | {r['flops'] / 1e9:.1f} | {_spread(r, 'step')} "
-                     f"| {r['tokens_per_s']:.0f} | {_num(r.get('tokens_per_s_vs_vanilla'), '.2f')} "
-                     f"| {_num(r.get('flops_vs_vanilla'), '.2f')} |")
+        causal = {True: "yes", False: "no"}.get(r.get("causal"), "n/a")
+        lines.append(f"| {r['task']} | {causal} | {r['batch']} | {r['kind']} | {r['params']:,} | {r['flops'] / 1e9:.1f} "
+                     f"| {_spread(r, 'step')} | {r['tokens_per_s']:.0f} | {_num(r.get('tokens_per_s_vs_vanilla'), '.2f')} "
+                     f"| {_num(r.get('flops_vs_vanilla'), '.2f')} | {_num(r.get('state_bytes'), '.0f', 2**-20)} "
+                     f"| {_num(r.get('step_peak_bytes'), '.0f', 2**-20)} | {_num(r.get('peak_vs_vanilla'), '.2f')} |")
     return "\n".join(lines)
 
 
@@ -105,7 +108,9 @@ def targets(rows: list[dict]) -> list[dict]:
     add("layer fwd: our linformer within 1.2x of the PyPI package's time",
         *layer_ratio("linformer", "linformer_pypi", "forward_s"), 1.2, False)
 
-    lm_v, lm_r = _find(rows, bench="model", task="lm", kind="vanilla"), _find(rows, bench="model", task="lm", kind="random")
+    lm = [r for r in rows if r.get("bench") == "model" and r.get("task") == "lm"]
+    lm_batch = max((r["batch"] for r in lm), default=None)  # the target's batch (8) in the full run
+    lm_v, lm_r = _find(lm, kind="vanilla", batch=lm_batch), _find(lm, kind="random", batch=lm_batch)
     add("LM training tokens/s: random ≥ 1.25x vanilla",
         lm_r["tokens_per_s"] / lm_v["tokens_per_s"] if lm_v and lm_r else None,
         f"{lm_r['layers']} layers, d_model {lm_r['d_model']}, seq {lm_r['seq']}, batch {lm_r['batch']}: random "
@@ -148,8 +153,8 @@ def markdown(rows: list[dict], command: str | None = None, wall_s: float | None 
         sel = [r for r in rows if r.get("bench") == bench]
         if sel:
             first = sel[0]
-            sizes = ", ".join(f"{k} {first[k]}" for k in ("batch", "d_model", "heads", "layers", "vocab", "prompt", "new_tokens")
-                              if k in first)
+            keys = ("batch", "d_model", "heads", "layers", "vocab", "prompt", "new_tokens")[bench == "model":]  # model: a column
+            sizes = ", ".join(f"{k} {first[k]}" for k in keys if k in first)
             parts += ["", title, "", sizes + ".", "", table(sel)]
             skipped = {r["kind"]: r["skipped_longer"] for r in sel if r.get("skipped_longer")}
             if skipped:
@@ -181,6 +186,11 @@ def plot_layers(rows: list[dict], out: Path) -> list[Path]:
         ax.minorticks_off()
         ax.grid(True, which="major", alpha=0.3)
 
+    def legend_outside(fig, ax) -> None:
+        """One legend right of the axes, where it hides no line."""
+        fig.legend(*ax.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
+                   frameon=False)
+
     written = []
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
     for ax, key, title in zip(axes, ("forward_s", "fwd_bwd_s"), ("forward", "forward + backward")):
@@ -188,13 +198,13 @@ def plot_layers(rows: list[dict], out: Path) -> list[Path]:
             sel = sorted((r for r in layer if r["kind"] == name), key=lambda r: r["seq"])
             ax.plot([r["seq"] for r in sel], [r[key] * 1e3 for r in sel], **style(name))
         axes_setup(ax, "ms (median)", title)
-    axes[1].legend(fontsize=7, loc="upper left")
     first = layer[0]
     fig.suptitle(f"attention layer time: batch {first['batch']}, d_model {first['d_model']}, {first['heads']} heads, "
                  f"{first['threads']} threads, torch {first['torch']}")
     fig.tight_layout()
+    legend_outside(fig, axes[1])
     written.append(out / "layer_time.png")
-    fig.savefig(written[-1], dpi=110)
+    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
     plt.close(fig)
     if any(r.get("peak_bytes") for r in layer):  # log scale: zero growth (tiny sizes) cannot be drawn
         fig, ax = plt.subplots(figsize=(7.5, 5.5))
@@ -204,10 +214,10 @@ def plot_layers(rows: list[dict], out: Path) -> list[Path]:
                 ax.plot([r["seq"] for r in sel], [r["peak_bytes"] / 2**20 for r in sel], **style(name))
         axes_setup(ax, "peak MiB (forward + backward)",
                    f"attention layer peak memory: batch {first['batch']}, d_model {first['d_model']}")
-        ax.legend(fontsize=7)
         fig.tight_layout()
+        legend_outside(fig, ax)
         written.append(out / "layer_memory.png")
-        fig.savefig(written[-1], dpi=110)
+        fig.savefig(written[-1], dpi=110, bbox_inches="tight")
         plt.close(fig)
     return written
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from .generated import GENERATED, generate_corpus
 from .records import SEQ2SEQ_TASKS, SPLITS, TASKS, TURN_SEP, Corpus, DataError
 
 PACKAGE_CORPORA = Path(__file__).resolve().parents[1] / "corpora"
@@ -343,7 +344,7 @@ def _split_file(folder: Path, split: str, ext: str) -> Path | None:
 def corpus_dir(name: str) -> tuple[Path, bool]:
     """Folder of built-in corpus `name` (first data root that has it) and whether it is the packaged subset."""
     if name not in BUILTIN:
-        raise DataError(f"unknown corpus {name!r}; built-in corpora: {', '.join(BUILTIN)}")
+        raise DataError(f"unknown corpus {name!r}; built-in corpora: {', '.join([*BUILTIN, *GENERATED])}")
     spec = BUILTIN[name]
     roots = [(PACKAGE_CORPORA, True)] if spec.packaged_only else data_roots()
     for root, packaged in roots:
@@ -360,7 +361,12 @@ def load_corpus(name: str, splits: tuple[str, ...] = SPLITS, *, limit: int | Non
 
     limit: keep at most the first `limit` examples of each split (quick runs).
     max_history: dialogue only, turns of history per example (see `dialogue_pairs`).
+    A name in `GENERATED` (ListOps, diagnostics) is generated from its fixed seed instead of read.
     """
+    if name in GENERATED:
+        corpus = generate_corpus(name)
+        return Corpus(name, corpus.task, {s: corpus.splits[s] for s in splits}, corpus.label_names,
+                      corpus.origin).limit(limit)
     folder, packaged = corpus_dir(name)
     spec = BUILTIN[name]
     pair_why = f"corpus {name!r} holds {'text pairs' if spec.pair else 'single texts'}"

@@ -42,6 +42,7 @@ from torch import nn
 
 from ..attention import registry
 from ..attention.factory import resolve_kind
+from ..data.generated import GENERATED, fixed_tokenizer
 from ..data.hub import load_hub
 from ..data.provenance import data_differences, data_provenance, file_hash, tokenizer_provenance
 from ..data.records import SEQ2SEQ_TASKS, Corpus, DataError
@@ -52,6 +53,7 @@ from ..training import distributed as dist
 from ..training.checkpoint import CheckpointError, load_model_weights, resolve_checkpoint
 from ..training.lock import FolderLock
 from ..training.loop import Diverged, Trainer, seed_everything
+from .answer_lm import AnswerLMTask
 from .base import Task
 from .classification import ClassificationTask
 from .config import ExperimentConfig
@@ -66,6 +68,12 @@ TASK_CLASSES: dict[str, type[Task]] = {"lm": LMTask, "classification": Classific
 RESUMABLE = ("train.max_steps", "train.max_minutes", "train.log_every", "train.eval_every", "train.save_every",
              "eval.*")
 DATA_FILE = "data.json"
+
+
+def task_class(cfg: ExperimentConfig) -> type[Task]:
+    """The task family of ``cfg``: its task's, or answer-scored LM for a generated diagnostic corpus."""
+    spec = GENERATED.get(cfg.data.get("corpus"))
+    return AnswerLMTask if spec is not None and spec.answers and cfg.task == "lm" else TASK_CLASSES[cfg.task]
 
 
 # ----------------------------------------------------------------------------- building blocks
@@ -228,8 +236,11 @@ def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: boo
     folder = out_dir / "tokenizer"
     if dist.is_main():
         if not (resume and (folder / TOKENIZER_FILE).exists()):
-            tok = Tokenizer.train(corpus.texts("train"), vocab_size=int(cfg.tokenizer.get("vocab_size", 8000)),
-                                  min_frequency=int(cfg.tokenizer.get("min_frequency", 2)))
+            if cfg.data.get("corpus") in GENERATED:  # a fixed word-level vocabulary (see data/generated.py)
+                tok = fixed_tokenizer()
+            else:
+                tok = Tokenizer.train(corpus.texts("train"), vocab_size=int(cfg.tokenizer.get("vocab_size", 8000)),
+                                      min_frequency=int(cfg.tokenizer.get("min_frequency", 2)))
             tok.save(folder)
         provenance["tokenizer"] = tokenizer_provenance(folder / TOKENIZER_FILE)
         _write_json(out_dir / DATA_FILE, provenance)
@@ -271,7 +282,7 @@ def _train_and_report(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resu
                       info: dist.DistInfo, provenance: dict) -> dict:
     main = info.rank == 0
     tokenizer = _tokenizer(cfg, corpus, out_dir, resume, provenance)
-    task = TASK_CLASSES[cfg.task](cfg, corpus, tokenizer, info.rank, info.world_size)
+    task = task_class(cfg)(cfg, corpus, tokenizer, info.rank, info.world_size)
     model_cfg = make_model_config(cfg, tokenizer, task)
     seed_everything(cfg.seed)
     model = build_model(task.family, model_cfg)
@@ -366,7 +377,7 @@ def load_trained(run_dir: str | Path, which: str = "best") -> tuple[nn.Module, T
         except FileNotFoundError:
             raise DataError(f"{run_dir}: no checkpoint yet (no {which!r} or 'last' folder)") from None
     model_cfg = ModelConfig.from_dict(json.loads((checkpoint / "config.json").read_text()))
-    model = build_model(TASK_CLASSES[cfg.task].family, model_cfg)
+    model = build_model(task_class(cfg).family, model_cfg)
     load_model_weights(checkpoint, model)
     return model.eval(), Tokenizer.load(checkpoint / "tokenizer"), cfg
 
@@ -383,5 +394,5 @@ def evaluate_model(model: nn.Module, tokenizer: Tokenizer, cfg: ExperimentConfig
     """Metrics of ``model`` on ``split`` (``valid`` or ``test``) of the data ``cfg`` names (NaN/inf as None)."""
     if split not in ("valid", "test"):
         raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
-    task = TASK_CLASSES[cfg.task](cfg, load_data(cfg), tokenizer)
+    task = task_class(cfg)(cfg, load_data(cfg), tokenizer)
     return _finite(task.metrics(model, split))

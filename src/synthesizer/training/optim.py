@@ -5,6 +5,13 @@ normalisation layer, and embedding tables (``nn.Embedding``) are not decayed: sh
 fights the normalisation or penalises rare tokens. Any other parameter with fewer than 2 dimensions
 (scalars, gates, mixture weights) is not decayed either. A weight tied between an embedding and an
 output layer counts as an embedding.
+
+The optimizer is PyTorch's fused AdamW (one kernel over all parameters) wherever every parameter
+lives on CPU or CUDA. Measured (``optimizer.step()`` of a causal LM, d_model 512, 4 layers, seq 1024,
+batch 8, 2 threads, torch 2.13 CPU, medians of 7 interleaved steps on a shared machine): random
+(45M parameters) 176 ms for the per-parameter loop, 181 ms with ``foreach=True``, 35 ms fused;
+vanilla (14M) 68, 129 and 17 ms. The whole training step took about 16 s, so this is about 1% of
+it. Fused and per-parameter AdamW agree to float32 rounding.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
 SCHEDULES = ("inverse_sqrt", "cosine", "constant")
+FUSED_DEVICES = ("cpu", "cuda")  # where torch's fused AdamW runs
 
 _NORMS = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
 if hasattr(nn, "RMSNorm"):
@@ -42,9 +50,17 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def fused_supported(params: list[torch.Tensor]) -> bool:
+    """Whether torch's fused AdamW can step these parameters: floating point, on CPU or CUDA."""
+    return all(p.device.type in FUSED_DEVICES and torch.is_floating_point(p) for p in params)
+
+
 def build_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01,
-                    betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-8) -> torch.optim.AdamW:
-    """AdamW over ``model``'s trainable parameters, decaying only weight matrices (see module doc)."""
+                    betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-8,
+                    fused: bool | None = None) -> torch.optim.AdamW:
+    """AdamW over ``model``'s trainable parameters, decaying only weight matrices (see module doc).
+    ``fused``: None picks the fused implementation where it runs (``fused_supported``); False the
+    per-parameter loop."""
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr!r}")
     if weight_decay < 0:
@@ -54,7 +70,9 @@ def build_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01,
     groups = [g for g in param_groups(model, weight_decay) if g["params"]]
     if not groups:
         raise ValueError("model has no trainable parameters")
-    return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps)
+    if fused is None:
+        fused = fused_supported([p for g in groups for p in g["params"]])
+    return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps, fused=fused or None)
 
 
 def lr_factor(step: int, warmup_steps: int, total_steps: int, kind: str = "inverse_sqrt",
