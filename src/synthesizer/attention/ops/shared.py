@@ -13,8 +13,10 @@ Measured (forward+backward of the causal random layer against a causal fused ``s
 8, d_model 512, 8 heads, 2 threads, torch 2.13 CPU, medians of interleaved repeats, taken while
 others ran tests): in a first run whole products 0.56x at seq 1024 and 0.67x at 2048, blocks of 128
 rows 0.42x and 0.45x (256 rows 0.43x/0.47x); in later runs under heavier load (load average 4.5 on
-2 cores) blocks of 128 rows 1.02x against 0.64x for whole products at 1024 (256 rows 0.72x). The
-figures disagree, so the blocks stay off by default (``CAUSAL_BLOCK = 0``); set it to 128 to use them.
+2 cores) blocks of 128 rows 1.02x against 0.64x for whole products at 1024 (256 rows 0.72x). On
+the quiet machine (load average 0.5, nothing else running; the same script, 5 and 3 repeats): whole
+products 0.54-0.57x at 1024 and 0.69x at 2048, blocks of 128 rows 0.43x and 0.51x, blocks of 256
+rows 0.45x and 0.48x. So blocks of 256 rows are the default (``CAUSAL_BLOCK = 256``; 0 turns them off).
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from .scores import Scores
 
 NAME = "shared"
 NEEDS = "bias"
-# Rows per block of the causal block-triangular products; 0: whole products with the mask applied
-# first (the default until the blocks are shown faster on a quiet machine: see the module doc).
-CAUSAL_BLOCK = 0
+# Rows per block of the causal block-triangular products (measured: see the module doc); 0: whole
+# products with the mask applied first.
+CAUSAL_BLOCK = 256
 
 
 def applies(components) -> bool:
