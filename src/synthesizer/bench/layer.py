@@ -13,8 +13,6 @@ that, a layer whose forward+backward median exceeded ``--max-call-s`` is not run
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 from typing import Callable
 
@@ -24,6 +22,7 @@ from torch import nn
 from .env import environment, progress_bar
 from .flops import layer_flops
 from .layers import PYPI_LINFORMER, build_layer, layer_names, layer_path, pypi_linformer_available
+from .memory import in_fresh_process
 from .timing import interleaved_medians
 
 DEFAULT_KINDS = ("vanilla", "dense", "random", "fixed_random", "factorized_dense", "factorized_random",
@@ -65,13 +64,7 @@ def measure_memory(seqs: dict[str, list[int]], batch: int, d: int, heads: int, c
     (see ``memory.layer_peaks``): {name: {seq: {"forward": bytes, "fwd_bwd": bytes}}}, {} on failure."""
     spec = {"seqs": seqs, "batch": batch, "d_model": d, "heads": heads, "causal": causal,
             "device": str(device), "threads": threads}
-    out = subprocess.run([sys.executable, "-m", "synthesizer.bench.memory", json.dumps(spec)],
-                         capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        print(f"# memory of {', '.join(seqs)} not measured: {out.stderr.strip().splitlines()[-1:] or out.returncode}",
-              file=sys.stderr)
-        return {}
-    found = json.loads(out.stdout.strip().splitlines()[-1])
+    found = in_fresh_process(spec, ", ".join(seqs))
     return {name: {int(k): v for k, v in peaks.items()} for name, peaks in found.items()}
 
 

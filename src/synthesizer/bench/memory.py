@@ -61,6 +61,22 @@ def peak_bytes(fn: Callable[[], object], device: torch.device) -> int | None:
     return max(_status_kib("VmHWM") - before, 0) * 1024
 
 
+def in_fresh_process(spec: dict, what: str) -> dict:
+    """Run this module's ``_main`` on ``spec`` in a new interpreter (so earlier work leaves no resident
+    memory behind) and return its JSON answer; {} with a note on stderr naming ``what`` on failure."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "synthesizer.bench.memory", json.dumps(spec)],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        print(f"# memory of {what} not measured: {out.stderr.strip().splitlines()[-1:] or out.returncode}",
+              file=sys.stderr)
+        return {}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def layer_peaks(name: str, seqs: list[int], batch: int, d_model: int, heads: int, causal: bool,
                 device: torch.device) -> dict[int, dict[str, int | None]]:
     """Peak bytes of one forward (no_grad) and one forward+backward of layer ``name`` at each length.

@@ -17,8 +17,6 @@ measure the kernel, not the architecture.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 
 import torch
@@ -30,6 +28,7 @@ from ..training.optim import build_optimizer
 from .env import environment, progress_bar
 from .flops import layer_flops
 from .layers import LINFORMER_K
+from .memory import in_fresh_process
 from .timing import interleaved_medians
 
 CAUSAL_BASELINES = ("lightconv", "dynamicconv")
@@ -114,13 +113,7 @@ def run_task(task: str, kinds: list[str], sizes: dict, device: torch.device, env
 def measure_memory(task: str, kinds: list[str], sizes: dict, device: torch.device, threads: int) -> dict[str, dict]:
     """{kind: {"state_bytes", "step_peak_bytes"}} from one fresh process (``memory.model_peaks``), {} on failure."""
     spec = {"model": task, "kinds": kinds, "sizes": sizes, "device": str(device), "threads": threads}
-    out = subprocess.run([sys.executable, "-m", "synthesizer.bench.memory", json.dumps(spec)],
-                         capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        print(f"# memory of the {task} models not measured: {out.stderr.strip().splitlines()[-1:] or out.returncode}",
-              file=sys.stderr)
-        return {}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return in_fresh_process(spec, f"the {task} models")
 
 
 def _add_ratios(rows: list[dict]) -> None:
