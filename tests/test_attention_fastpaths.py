@@ -89,7 +89,7 @@ def fast_cases():
 # What impl="auto" must run, written by hand from the README's path table, in eval mode and in
 # training with dropout: shared for input-independent kinds, fused for dot products, fused_bias for
 # random mixed with dot products (blockwise when dropout is on), its own kernel for factorized_dense
-# alone and reference for its mixtures.
+# alone and reference for its mixtures. On CPU; ON_CUDA below says what changes on a GPU.
 EXPECTED_PATH = {
     "random": ("shared", "shared"), "fixed_random": ("shared", "shared"),
     "factorized_random": ("shared", "shared"), "dense": ("fused", "fused"), "vanilla": ("fused", "fused"),
@@ -147,6 +147,30 @@ def test_auto_runs_the_expected_fast_path_and_path_says_so(kind, ran):
         layer(x, pad)
         assert ran == [want], f"{kind} in {mode} mode ran {ran}, expected {want}"
         assert layer.path == want, f"{kind} in {mode} mode: path says {layer.path!r}, forward ran {want!r}"
+
+
+# On CUDA the table changes for random mixed with dot products only: sdpa_bias in eval and in training
+# with dropout (fused_bias's kernel is a CPU op, blockwise a Python loop).
+ON_CUDA = {"fused_bias": "sdpa_bias", "blockwise": "sdpa_bias"}
+
+
+@pytest.mark.parametrize("kind", list(EXPECTED_PATH))
+def test_auto_on_a_cuda_device_runs_sdpa_bias_for_random_mixtures(kind):
+    """The dispatcher's decision for a layer on a CUDA device (no GPU needed to ask it); the CPU one
+    stays the table's."""
+    from synthesizer.attention.dispatch import running_path
+
+    components = tuple(kind.split("+"))
+    for training, want in zip((False, True), EXPECTED_PATH[kind]):
+        for device, expected in ((torch.device("cuda"), ON_CUDA.get(want, want)), (torch.device("cpu"), want)):
+            got = running_path(components, "auto", training=training, dropout=0.1, device=device)
+            assert got == expected, f"{kind} on {device}, training={training}: {got!r}, expected {expected!r}"
+
+
+def test_every_kernel_is_ranked_on_cuda():
+    from synthesizer.attention.dispatch import CUDA_RANKING, KERNELS
+
+    assert sorted(CUDA_RANKING) == sorted(KERNELS)
 
 
 @pytest.mark.parametrize("kind,impl", list(fast_cases()))

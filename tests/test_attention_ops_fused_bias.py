@@ -62,8 +62,8 @@ def assert_matches(got, want, what):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """16 query rows per block at these sizes: three blocks, the last one short."""
-    monkeypatch.setattr(blockwise, "BLOCK_ELEMENTS", 16 * B * H * N)
+    """16 query rows per block of one example at these sizes: three blocks, the last one short."""
+    monkeypatch.setattr(blockwise, "BLOCK_ELEMENTS", 16 * H * N)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
@@ -86,14 +86,17 @@ def test_dropout_backward_matches_float64_autograd_with_the_same_keep_masks(smal
     forward that used them (dv through the dropped weights, the rest through P * keep)."""
     q, k, v, bias, pad, grad = inputs(True)
     p, seed = 0.3, 1234
-    block = blockwise._block_size(B, H, N)
+    rows = blockwise._block_rows(H, N)
+    assert rows < N
     keep = torch.zeros(B, H, N, N)
-    for s in range(0, N, block):
-        e = min(s + block, N)
+    for s in range(0, N, rows):
+        e = min(s + rows, N)
         m = e if causal else N
-        keep[:, :, s:e, :m] = blockwise._dropout_keep(torch.Size((B, H, e - s, m)), p, seed + s, q.device)
+        for i in range(B):
+            seed_i = blockwise._block_seed(seed, i, s, N)
+            keep[i, :, s:e, :m] = blockwise._dropout_keep(torch.Size((H, e - s, m)), p, seed_i, q.device)
     assert 0 < (keep == 0).float().mean() < 1
-    fn = lambda q, k, v, b: blockwise._BlockwiseAttention.apply(q, k, v, b, pad, causal, p, seed)
+    fn = lambda q, k, v, b: blockwise._BlockwiseAttention.apply(q, k, v, pad, causal, p, seed, None, None, b)
     want = grads(lambda q, k, v, b: reference(q, k, v, b, pad, causal, keep), q, k, v, bias, grad)
     assert_matches(grads(fn, q, k, v, bias, grad), want, f"dropout, causal={causal}")
 
@@ -152,3 +155,48 @@ def test_probe_checks_the_dtype_once(monkeypatch, fresh_probe):
     assert not fused_bias.available(cpu, torch.float16)
     assert calls == [torch.float32, torch.float16]
     assert not fused_bias.available(torch.device("meta"), torch.float32)
+
+
+@pytest.mark.parametrize("kernel", ["fused_bias", "blockwise"])
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("weights", ["per_head", "scalar", "two_terms"])
+def test_weighted_terms_give_every_gradient_of_the_float64_sum(small_blocks, kernel, causal, weights):
+    """Terms kept apart (``w_c``, ``B_c``) and the features' weight ``w_q`` handed over beside q: the
+    kernel forms ``w_q q k^T + sum_c w_c B_c`` block by block and returns the gradient of q, k, v, of
+    each weight and each term as float64 autograd of the materialised logits does."""
+    q, k, v, bias, pad, grad = inputs(True)
+    gen = torch.Generator().manual_seed(1)
+    other = torch.randn(H, N, N, generator=gen)
+    shape = (H,) if weights == "per_head" else (1,)
+    ws = [torch.rand(shape, generator=gen) + 0.5 for _ in range(3)]
+    n_terms = 2 if weights == "two_terms" else 1
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v, ws[2], *ws[:n_terms], bias, other)[: 4 + 2 * n_terms]]
+    ql, kl, vl, wq, *rest = leaves
+    w_leaves, b_leaves = rest[:n_terms], rest[n_terms:]
+    terms = tuple(zip(w_leaves, b_leaves))
+    if kernel == "fused_bias":
+        out = fused_bias.fused_bias_attention(ql, kl, vl, terms, pad, causal, q_weight=wq)
+    else:
+        out = blockwise.blockwise_attention(ql, kl, vl, terms, pad, causal, q_weight=wq)
+    out.backward(grad)
+    doubles = [t.detach().double().requires_grad_(True) for t in leaves]
+    qd, kd, vd, wqd, *rest_d = doubles
+    summed = sum(w.reshape(-1, 1, 1) * b for w, b in zip(rest_d[:n_terms], rest_d[n_terms:]))
+    qwd = qd * wqd.reshape(-1, 1, 1)
+    summed.retain_grad(), qwd.retain_grad()
+    want = reference(qwd, kd, vd, summed, pad, causal)
+    want.backward(grad.double())
+    assert rel_err(out.detach(), want.detach().float()) <= LAYER.rtol
+    # A weight's gradient sums thousands of products (every logit of its term); float32 rounding is
+    # bounded relative to the sum of their magnitudes, not to the (cancelling) sum itself.
+    term_of = {3: (qwd.grad, qd)} | {4 + c: (summed.grad, rest_d[n_terms + c]) for c in range(n_terms)}
+    for i, (got, ref) in enumerate(zip(leaves, doubles)):
+        assert got.grad is not None and got.grad.shape == got.shape, f"input {i}"
+        if i in term_of:
+            upstream, factor = term_of[i]
+            dims = tuple(d for d in range(upstream.dim()) if d != upstream.dim() - 3) if got.numel() > 1 else None
+            magnitude = (upstream.abs() * factor.abs()).sum(dims) if dims else (upstream.abs() * factor.abs()).sum()
+            assert ((got.grad.double() - ref.grad).abs() <= LAYER.rtol * magnitude.reshape(got.shape)).all(), \
+                f"gradient of weight input {i}: {kernel}, causal={causal}"
+        else:
+            assert rel_err(got.grad, ref.grad.float()) <= LAYER.rtol, f"gradient of input {i}: {kernel}, causal={causal}"

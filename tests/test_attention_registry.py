@@ -184,7 +184,7 @@ def test_registered_component_trains_from_the_command_line(registered, tmp_path,
 
 def test_registered_bias_component_joins_the_fast_paths(registered):
     assert make("previous_token").path == "shared"
-    assert applicable_paths(parse_kind("previous_token+vanilla")) == ["fused_bias", "blockwise", "reference"]
+    assert applicable_paths(parse_kind("previous_token+vanilla")) == ["fused_bias", "blockwise", "sdpa_bias", "reference"]
     for kind in ("previous_token", "previous_token+vanilla", "previous_token+dense+random"):
         for causal in (False, True):
             for impl in applicable_paths(parse_kind(kind)):

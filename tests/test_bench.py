@@ -227,3 +227,14 @@ def test_prog_names_the_command_in_usage_and_in_the_recorded_command_line(tmp_pa
             "--repeats", "1", "--warmup", "0", "--no-memory", "--out", str(tmp_path)]
     bench_main.main(["layer", *args], prog="synthesizer bench")
     assert json.loads((tmp_path / "run.json").read_text())["command"].startswith("synthesizer bench layer --kinds")
+
+
+@pytest.mark.parametrize("device, message", [("cuda", "'cuda': this torch sees no CUDA device"),
+                                             ("gpu0", "'gpu0' is not a torch device; use cpu, cuda or cuda:N")])
+def test_a_device_this_torch_cannot_use_stops_the_command_in_one_line(device, message, monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # also on a machine with a GPU
+    for command in ("layer", "model", "decode", "all"):
+        with pytest.raises(SystemExit) as exit_info:
+            bench_main.main([command, "--device", device, "--quick"])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and f"error: argument --device: {message}" in err, (command, err)

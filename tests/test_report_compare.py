@@ -11,7 +11,7 @@ from synthesizer.models.config import ModelConfig
 from synthesizer.models.lm import LanguageModel
 from synthesizer.report import plots as plots_mod
 from synthesizer.report.compare import data_name, main, run_comparison, window_speed
-from synthesizer.report.presets import PRESETS, task_overrides
+from synthesizer.report.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
 from synthesizer.report.results import load_results
 from synthesizer.tasks.config import ExperimentConfig
 
@@ -40,14 +40,16 @@ class FakeRunner:
         if kind in self.stop:
             (out_dir / "last").mkdir()
             return {"stopped": "SIGINT", "steps": 2, "checkpoint": str(out_dir / "last")}
-        ppl = {"vanilla": 100.0, "random": 104.0, "random+vanilla": 98.0}.get(kind, 120.0) + cfg.seed
+        ppl = {"vanilla": 100.0, "random": 104.0, "random+vanilla": 98.0, "none": 110.0}.get(kind, 120.0) + cfg.seed
         (out_dir / "log.jsonl").write_text("\n".join(json.dumps({"kind": "train", "step": s, "tokens_per_s": t})
                                                      for s, t in ((1, 900.0), (2, 1000.0), (3, 100.0))))
         result = {"task": cfg.task, "data": cfg.data["corpus"], "attention": kind, "seed": cfg.seed,
                   "config": cfg.to_dict(), "test_metrics": {"perplexity": ppl}, "valid_metrics": {"perplexity": ppl},
                   "baselines": {"unigram_perplexity": 500.0}, "primary_metric": "perplexity",
                   "higher_is_better": False,
-                  "curve": [{"step": 1, "train_loss": 5.0, "valid_loss": 4.8}, {"step": 2, "train_loss": 4.0, "valid_loss": 4.6}],
+                  # flattened: 0.2% over the last quarter of the 5 steps (from the eval at step 3)
+                  "curve": [{"step": 1, "train_loss": 5.0, "valid_loss": 4.8}, {"step": 3, "train_loss": 4.0, "valid_loss": 4.6},
+                            {"step": 5, "train_loss": 3.9, "valid_loss": 4.59}],
                   "mixture_weights": ([{"step": 1, "layers": [[0.5, 0.5]]}, {"step": 2, "layers": [[0.4, 0.6]]}]
                                       if "+" in kind else []),
                   "components": kind.split("+"), "params": {"total": 5000, "attention_logits": 500},
@@ -70,6 +72,7 @@ def load_fn(run_dir):
 def run(tmp_path, runner, **kw):
     lines = []
     kw.setdefault("kinds", ["vanilla", "random", "random+vanilla"])
+    kw.setdefault("baselines", [])  # only the kinds given (the presets' own baselines: tested on their own)
     results = run_comparison("lm", "quick", out=tmp_path, run_fn=runner, config_fn=config_fn, load_fn=load_fn,
                       log=lines.append, **kw)
     return results, lines
@@ -175,7 +178,7 @@ def test_bad_arguments_name_the_allowed_values(tmp_path):
 def test_every_preset_builds_valid_configs():
     for preset in PRESETS.values():
         for task in preset.tasks:
-            for size in ("quick", "full"):
+            for size in task.sizes:
                 cfg = ExperimentConfig.from_file(task.config, task_overrides(task, size))
                 assert cfg.train["max_steps"] >= 1
                 assert cfg.train.get("max_minutes") is None  # equal step budgets for every variant
@@ -272,7 +275,7 @@ def test_a_report_on_own_data_is_headed_with_its_name_not_the_presets(tmp_path):
     assert "language modelling (mine) [lm-mine]" in lines
     # the preset's own data keeps the preset's label
     run(tmp_path / "preset", FakeRunner(), heatmaps=False)
-    assert "## language modelling (SOTU subset) — `lm-sotu`" in (tmp_path / "preset" / "report.md").read_text()
+    assert "## language modelling (State of the Union) — `lm-sotu`" in (tmp_path / "preset" / "report.md").read_text()
 
 
 def test_the_closing_summary_gives_each_verdict_with_its_reason(tmp_path):
@@ -285,3 +288,58 @@ def test_the_closing_summary_gives_each_verdict_with_its_reason(tmp_path):
     assert claims[1].startswith("claim 2: cannot tell: lm-sotu: random vs vanilla: loss ")
     assert "1 seed: no uncertainty measured" in claims[1]
     assert claims[4] == "claim 5: cannot tell: lm-sotu: dynamicconv not in this run"
+
+
+# ----------------------------------------------------------------------------- sizes and default baselines
+
+def fake_preset(monkeypatch, *standards):
+    tasks = tuple(PresetTask("lm-sotu-small", ("train.max_steps=3",), f"task {i}", standard=st)
+                  for i, st in enumerate(standards))
+    monkeypatch.setitem(PRESETS, "fake", Preset("fake", "a fake preset", "perplexity", tasks))
+
+
+def test_the_standard_size_uses_its_overrides(tmp_path, monkeypatch):
+    assert SIZES == ("quick", "standard", "full")
+    fake_preset(monkeypatch, ("train.max_steps=9", "train.eval_every=3"))
+    (task,) = PRESETS["fake"].tasks
+    assert task_overrides(task, "standard") == ["train.max_minutes=null", "train.max_steps=9", "train.eval_every=3"]
+    assert task.sizes == SIZES
+    runner = FakeRunner()
+    run_comparison("fake", "standard", kinds=["vanilla"], out=tmp_path, heatmaps=False, run_fn=runner,
+                   config_fn=config_fn, load_fn=load_fn, log=lambda line: None)
+    assert runner.calls == [("vanilla", 0, False, 9)]
+
+
+def test_a_task_without_a_standard_size_is_refused_before_any_run(tmp_path, monkeypatch):
+    fake_preset(monkeypatch, ("train.max_steps=9",), None)
+    runner, built = FakeRunner(), []
+    with pytest.raises(ValueError) as err:
+        run_comparison("fake", "standard", kinds=["vanilla"], out=tmp_path / "out", run_fn=runner,
+                       config_fn=lambda name, overrides: built.append(name), load_fn=load_fn)
+    assert str(err.value) == ("preset 'fake', task 'lm-sotu-small' has no standard size yet; "
+                              "sizes it has: quick, full")
+    assert runner.calls == [] and built == [] and not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="unknown size 'huge'; allowed: quick, standard, full"):
+        task_overrides(PRESETS["fake"].tasks[0], "huge")
+
+
+def test_compare_help_says_what_each_size_is_for(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "{quick,standard,full}" in text
+    assert "quick: the README demo, at most about 5 minutes" in text
+    assert "standard: trained until vanilla's validation curve has flattened, about an hour per preset for 3 seeds" in text
+    assert "full: the shipped CPU configs as they are" in text
+
+
+def test_every_preset_trains_none_and_flags_kinds_not_better_than_it(tmp_path):
+    assert all("none" in preset.baselines for preset in PRESETS.values())
+    runner = FakeRunner()
+    results = run_comparison("lm", "quick", kinds=["vanilla", "fixed_random"], seeds=3, out=tmp_path, heatmaps=False,
+                             run_fn=runner, config_fn=config_fn, load_fn=load_fn, log=lambda line: None)
+    assert sorted({c[0] for c in runner.calls}) == ["fixed_random", "none", "vanilla"]  # none: the preset's baseline
+    md = (tmp_path / "report.md").read_text()
+    assert re.search(r"^\| fixed_random \|.*\| ok; does not use its attention \|$", md, re.M)  # 120 vs none's 110
+    assert re.search(r"^\| vanilla \|.*\| ok \|$", md, re.M)
+    assert len(results["runs"]) == 9

@@ -75,3 +75,23 @@ def test_curves_of_one_seed_are_the_runs_themselves(tmp_path):
     assert len(fig.axes[0].get_lines()) == 2 and not fig.axes[0].collections
     assert fig.axes[0].get_legend().get_title().get_text() == ""
     assert plots.plot_curves(group, runs, tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_heatmaps_of_real_models_name_each_stack_and_layer():
+    # the titles come from the models' own module names: encoder-decoder self-attention per stack, one stack else
+    from synthesizer.models.config import ModelConfig
+    from synthesizer.models.lm import LanguageModel
+    from synthesizer.models.seq2seq import EncoderDecoder
+    from synthesizer.report.attention_maps import attention_maps
+
+    cfg = dict(vocab_size=64, d_model=16, n_heads=2, n_layers=2, max_len=16, attention="dense")
+    for model, layers in ((EncoderDecoder(ModelConfig(**cfg)), ("encoder layer 1", "encoder layer 2", "decoder layer 1",
+                                                                 "decoder layer 2")),
+                          (LanguageModel(ModelConfig(**cfg)), ("layer 1", "layer 2"))):
+        fig = plots.attention_figure(attention_maps(model.eval(), list(range(3, 15))), "x: dense")
+        panels = [ax for ax in fig.axes if ax.images]
+        assert {ax.get_title() for ax in panels} == {f"{layer}, head {h}" for layer in layers for h in (1, 2)}
+        assert any(ax.get_xlabel() == "key position" for ax in panels)
+        assert any(ax.get_ylabel() == "query position" for ax in panels)
+        assert sum("attention weight" in ax.get_ylabel() for ax in fig.axes) == 1  # the colour bar
+        plots.plt.close(fig)

@@ -8,21 +8,35 @@ d_model 512, 8 heads, seq 1024; see the README's benchmark table, reproduced by
 - dot products of features only (dense, factorized_random, vanilla and their mixtures): ``fused``
   (one scaled_dot_product_attention call over concatenated features) beats ``blockwise``;
 - features mixed with a batch-shared bias (random): ``fused_bias`` (the fused kernel's forward with
-  ``w * R`` as a float mask, then one blockwise backward pass for dq, dk, dv and the gradient of R
-  together: 1.51x / 1.88x the plain layer for random+vanilla at seq 1024 / 2048, against 1.81x /
-  2.76x for the kernel's backward plus a second pass, measured side by side; see ``ops/fused_bias``)
-  beat ``blockwise`` (our
-  query-blocked attention) in the benchmark command's run (batch 8, seq 1024/2048, 2 threads:
-  random+vanilla 2.1x/3.0x the plain layer against 4.0x/5.7x; random+dense 1.8x/2.6x against
-  2.6x/4.3x). The reference path was as fast or faster there (2.0x/2.1x) but keeps (B, H, n, n)
-  tensors: 15x the plain layer's peak memory at seq 2048, against 2.7x, so it is not the default.
+  ``w * R`` as a float mask, then one blockwise backward pass, one example at a time, for dq, dk, dv
+  and the gradients of R and the mixture weights together: 1.18x / 1.34x the plain layer for
+  random+vanilla at seq 1024 / 2048 on the idle machine, random+dense 1.07x / 1.37x; see
+  ``ops/fused_bias``) beats ``blockwise`` (the same backward after our own blocked forward). The
+  reference path keeps (B, H, n, n) tensors: 15x the plain layer's peak memory at seq 2048,
+  against 2x, so it is not the default.
   ``fused_bias`` hands over to ``blockwise`` where its kernel cannot run (dropout while training,
-  non-CPU devices);
+  non-CPU devices). ``sdpa_bias`` (one scaled_dot_product_attention call with the bias as a float
+  mask that requires grad) runs sdpa's math kernel on CPU, which keeps (B, H, n, n) tensors like the
+  reference: a candidate there (``impl="sdpa_bias"``), never the default;
 - ``factorized_dense`` alone: ``factorized_dense`` (its logits generated block by block from the
-  per-token factors): about the reference path's time at seq 1024, slower at 2048 (2.5x the plain layer), but 1.8x the plain layer's peak memory at seq
-  2048 against 11.3x (figures in ``ops/factorized_dense.py``);
+  per-token factors): 1.08x / 1.85x the plain layer at seq 1024 / 2048, and 1.55x the plain layer's
+  peak memory at seq 2048 against 11.3x for the reference path (figures in ``ops/factorized_dense.py``);
 - anything else (mixtures with ``factorized_dense``, a registered component with general logits):
   ``reference``.
+
+On CUDA (``CUDA_RANKING``) the ranking differs for the random mixtures only: ``fused_bias``'s kernel is
+a CPU op and ``blockwise`` a Python loop over query blocks, so they go to ``sdpa_bias``, whose
+memory-efficient CUDA kernel gives the mask's gradient (R's and the mixture weights') from its own
+backward, in training with dropout too. That choice is not yet backed by a measurement on a GPU:
+``scripts/gpu_check.sh`` times it against the other candidates. Summary, eval / training with dropout:
+
+| layer | CPU | CUDA |
+|---|---|---|
+| input-independent components only | shared / shared | shared / shared |
+| dot products of features only | fused / fused | fused / fused |
+| features + a batch-shared bias (random mixtures) | fused_bias / blockwise | sdpa_bias / sdpa_bias |
+| factorized_dense alone | factorized_dense | factorized_dense |
+| anything else | reference | reference |
 
 Each kernel states once which layers it applies to (``applies``); ``running_path`` is the one place
 that decides what a forward pass runs: the layer's ``forward`` and its ``path`` both ask it, so what
@@ -36,33 +50,42 @@ from types import ModuleType
 import torch
 
 from . import registry
-from .ops import blockwise, factorized_dense, fused, fused_bias, reference, shared
+from .ops import blockwise, factorized_dense, fused, fused_bias, reference, sdpa_bias, shared
 
-# The kernels in the ranking above; the first that applies is the default.
-KERNELS: dict[str, ModuleType] = {k.NAME: k for k in (shared, fused, fused_bias, blockwise, factorized_dense, reference)}
-IMPLS = ("auto", "reference", "shared", "fused", "fused_bias", "blockwise", "factorized_dense")
+# The kernels in the CPU ranking above; the first that applies is the default.
+KERNELS: dict[str, ModuleType] = {k.NAME: k for k in (shared, fused, fused_bias, blockwise, sdpa_bias,
+                                                     factorized_dense, reference)}
+# The ranking on CUDA devices (see above); every other device type takes the CPU one.
+CUDA_RANKING = ("shared", "fused", "sdpa_bias", "fused_bias", "blockwise", "factorized_dense", "reference")
+IMPLS = ("auto", "reference", "shared", "fused", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense")
 
 
-def applicable_paths(components: tuple[str, ...]) -> list[str]:
-    """Every path that computes a layer of these components (full names), the fastest first."""
+def ranking(device: torch.device | None = None) -> tuple[str, ...]:
+    """The kernel names, the fastest first on ``device`` (None: the CPU ranking)."""
+    return CUDA_RANKING if device is not None and device.type == "cuda" else tuple(KERNELS)
+
+
+def applicable_paths(components: tuple[str, ...], device: torch.device | None = None) -> list[str]:
+    """Every path that computes a layer of these components (full names), the fastest on ``device``
+    first (None: on CPU)."""
     specs = [registry.spec(c) for c in components]
-    return [name for name, kernel in KERNELS.items() if kernel.applies(specs)]
+    return [name for name in ranking(device) if KERNELS[name].applies(specs)]
 
 
-def choose_path(components: tuple[str, ...], impl: str = "auto") -> str:
-    """The path ``impl`` asks for ("auto": the fastest that applies), or "invalid" if it does not apply.
-    What a forward pass runs also depends on the mode and device: see ``running_path``."""
+def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.device | None = None) -> str:
+    """The path ``impl`` asks for ("auto": the fastest that applies on ``device``), or "invalid" if it
+    does not apply. What a forward pass runs also depends on the mode: see ``running_path``."""
     if impl != "auto":
         return impl if impl in applicable_paths(components) else "invalid"
-    return applicable_paths(components)[0]
+    return applicable_paths(components, device)[0]
 
 
 def running_path(components: tuple[str, ...], impl: str, *, training: bool, dropout: float,
                  device: torch.device) -> str:
-    """The path a full forward pass runs: ``choose_path``, except that a kernel that cannot run in
-    this mode on this device (its ``runs``) hands over to its ``FALLBACK``. Every path computes in
-    the input's dtype: float16 and bfloat16 run on all of them on CPU."""
-    path = choose_path(components, impl)
+    """The path a full forward pass runs: ``choose_path`` on this device, except that a kernel that
+    cannot run in this mode on this device (its ``runs``) hands over to its ``FALLBACK``. Every path
+    computes in the input's dtype: float16 and bfloat16 run on all of them on CPU."""
+    path = choose_path(components, impl, device)
     kernel = KERNELS.get(path)
     if kernel is None:  # "invalid": the layer refuses such an impl when it is built
         return path

@@ -6,7 +6,8 @@ dtype; a row whose keys are all masked has no softmax, and the spec gives it zer
 ``masked_softmax`` applies it to materialised logits, ``masked_softmax_`` to logits already set to
 -inf in place (a block of rows), ``allowed_keys`` gives the mask and the empty rows for a kernel that
 takes a bool mask (the fused kernel, cross-attention), and ``causal_mask`` / ``finite_masked_logit``
-are the pieces the fast paths build their own form of the mask from.
+are the pieces the fast paths build their own form of the mask from; ``masked_bias`` is the causal
+rule for a kernel that takes a float mask.
 """
 
 from __future__ import annotations
@@ -53,6 +54,14 @@ def causal_mask(n_rows: int, n_keys: int, device: torch.device, start: int = 0) 
     """(n_rows, n_keys) bool, True where key j lies after query position start + i."""
     rows = torch.arange(start, start + n_rows, device=device).unsqueeze(1)
     return torch.arange(n_keys, device=device).unsqueeze(0) > rows
+
+
+def masked_bias(bias: Tensor, causal: bool, start: int = 0) -> Tensor:
+    """A float mask for a kernel that adds it to the logits: ``bias`` (..., t, n) for rows
+    start..start+t-1, with MASKED above the diagonal when ``causal``; differentiable in ``bias``."""
+    if not causal:
+        return bias
+    return bias.masked_fill(causal_mask(bias.shape[-2], bias.shape[-1], bias.device, start), MASKED)
 
 
 def combined_mask(n_rows: int, n_keys: int, causal: bool, padding: Tensor | None, device: torch.device, start: int = 0) -> Tensor | None:

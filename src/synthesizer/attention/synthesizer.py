@@ -151,11 +151,12 @@ class SynthesizerAttention(nn.Module):
         return None if keyed is None else self.logit_modules[keyed].keys(x)
 
     def _scores(self, needs: str, x: Tensor, start: int = 0, keys: Tensor | None = None) -> Scores:
-        """What the components give the kernel, mixture weights folded in (see ``ops.Scores``):
-        "logits" (B|1, H, t, start + t) for rows start..start+t-1 (``keys``: the cached keys of all
-        start + t positions, for the component that needs them); "features": q, k (B, H, n, sum d_c)
-        concatenated over the feature components and the bias components' (H, n, n) sum; "bias": the
-        (H, n, n) sum of every component's bias."""
+        """What the components give the kernel (see ``ops.Scores``): "logits" (B|1, H, t, start + t)
+        for rows start..start+t-1, mixture weights folded in (``keys``: the cached keys of all start + t
+        positions, for the component that needs them); "features": q, k (B, H, n, sum d_c) concatenated
+        over the feature components (q weighted; one component's weight is handed over as ``q_weight``)
+        and the bias components' terms (weight, B (H, n, n));
+        "bias": the terms of every component."""
         mixed = self.alpha is not None
         weights = self._weights()
         items = zip(weights, self.components, self.logit_modules.values())
@@ -171,23 +172,22 @@ class SynthesizerAttention(nn.Module):
                 s = w * s if mixed else s  # a lone component needs no weighting pass
                 total = s if total is None else total + s
             return Scores(logits=total, start=start)
-        if needs == "bias":
-            total = None
-            for w, _, module in items:
-                s = (w * module.bias(n))[0] if mixed else module.bias(n)
-                total = s if total is None else total + s
-            return Scores(bias=total)
-        qs, ks, bias = [], [], None
+        terms, features = [], []
         for w, name, module in items:
-            if registry.spec(name).form == BIAS:  # an additive term shared by the batch
-                s = (w * module.bias(n))[0] if mixed else module.bias(n)
-                bias = s if bias is None else bias + s
-                continue
-            q, k = module.features(x)
-            qs.append(q * w if mixed else q)
-            ks.append(k)
-        q, k = (qs[0], ks[0]) if len(qs) == 1 else (torch.cat(qs, dim=-1), torch.cat(ks, dim=-1))
-        return Scores(q=q, k=k, bias=bias)
+            weight = w.reshape(-1) if mixed else None  # one value, or one per head
+            # an additive term shared by the batch, its weight kept apart ("bias": every component is
+            # input-independent and offers one)
+            if needs == "bias" or registry.spec(name).form == BIAS:
+                terms.append((weight, module.bias(n)))
+            else:
+                features.append((weight, *module.features(x)))
+        if needs == "bias":
+            return Scores(terms=tuple(terms))
+        if len(features) == 1:  # the kernel weights q itself, so no weighted copy of q is made
+            q_weight, q, k = features[0]
+            return Scores(q=q, k=k, q_weight=q_weight, terms=tuple(terms))
+        q = torch.cat([q * w.reshape(-1, 1, 1) for w, q, _ in features], dim=-1)
+        return Scores(q=q, k=torch.cat([k for *_, k in features], dim=-1), terms=tuple(terms))
 
     def _merge(self, heads: Tensor) -> Tensor:
         """(B, H, t, dh) -> (B, t, H*dh): the one copy of every kernel's output."""

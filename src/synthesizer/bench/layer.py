@@ -162,8 +162,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")
 
 
+def device_argument(text: str) -> str:
+    """``--device``: a torch device name, and for ``cuda``/``cuda:N`` a GPU that this torch sees
+    (otherwise argparse's one-line error, before anything runs)."""
+    try:
+        device = torch.device(text)
+    except (RuntimeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a torch device; use cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise argparse.ArgumentTypeError(f"{text!r}: this torch sees no CUDA device "
+                                             f"(torch {torch.__version__}, torch.cuda.is_available() is False)")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise argparse.ArgumentTypeError(f"{text!r}: only {torch.cuda.device_count()} CUDA device(s), "
+                                             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+    return text
+
+
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", type=device_argument, default="cpu",
+                   help="where to run: cpu, cuda or cuda:N (default: %(default)s)")
     p.add_argument("--out", default="results/bench", help="results folder (default: %(default)s)")
     p.add_argument("--jsonl", default=None, help="also write the rows to this JSON lines file")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from .derived import DERIVED, derive_corpus
 from .generated import GENERATED, generate_corpus
 from .records import SEQ2SEQ_TASKS, SPLITS, TASKS, TURN_SEP, Corpus, DataError
 
@@ -344,7 +345,7 @@ def _split_file(folder: Path, split: str, ext: str) -> Path | None:
 def corpus_dir(name: str) -> tuple[Path, bool]:
     """Folder of built-in corpus `name` (first data root that has it) and whether it is the packaged subset."""
     if name not in BUILTIN:
-        raise DataError(f"unknown corpus {name!r}; built-in corpora: {', '.join([*BUILTIN, *GENERATED])}")
+        raise DataError(f"unknown corpus {name!r}; built-in corpora: {', '.join([*BUILTIN, *GENERATED, *DERIVED])}")
     spec = BUILTIN[name]
     roots = [(PACKAGE_CORPORA, True)] if spec.packaged_only else data_roots()
     for root, packaged in roots:
@@ -361,8 +362,11 @@ def load_corpus(name: str, splits: tuple[str, ...] = SPLITS, *, limit: int | Non
 
     limit: keep at most the first `limit` examples of each split (quick runs).
     max_history: dialogue only, turns of history per example (see `dialogue_pairs`).
-    A name in `GENERATED` (ListOps, diagnostics) is generated from its fixed seed instead of read.
+    A name in `GENERATED` (ListOps, diagnostics) is generated from its fixed seed instead of read; a
+    name in `DERIVED` is built from its source corpus (see `derived.py`).
     """
+    if name in DERIVED:
+        return derive_corpus(name, load_corpus(DERIVED[name].source, splits)).limit(limit)
     if name in GENERATED:
         corpus = generate_corpus(name)
         return Corpus(name, corpus.task, {s: corpus.splits[s] for s in splits}, corpus.label_names,

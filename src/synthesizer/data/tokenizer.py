@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from .records import DataError
 
@@ -39,25 +39,36 @@ class Tokenizer:
         self.sep_token = SEP
 
     @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2) -> "Tokenizer":
+    def train(cls, texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2,
+              extra_special: Sequence[str] = ()) -> "Tokenizer":
         """Learn a byte-level BPE vocabulary of at most `vocab_size` entries (special tokens and the
-        256 byte symbols included) from `texts`. Deterministic for the same texts and settings."""
+        256 byte symbols included) from `texts`. Deterministic for the same texts and settings.
+
+        `extra_special`: more special tokens after the 6 built-in ones (ids 6, 7, ...), e.g. the
+        sentinels of span corruption (`span_corruption.sentinel_tokens`); none by default, so other
+        tokenizers keep their vocabulary."""
         tk = _tokenizers()
-        n_base = len(SPECIAL_TOKENS) + 256
+        n_base = len(SPECIAL_TOKENS) + len(extra_special) + 256
         if vocab_size < n_base:
-            raise ValueError(f"vocab_size must be >= {n_base} (6 special tokens + 256 bytes), got {vocab_size}")
+            extra = f" + {len(extra_special)} extra special tokens" if extra_special else ""
+            raise ValueError(f"vocab_size must be >= {n_base} (6 special tokens{extra} + 256 bytes), got {vocab_size}")
         tok = tk.Tokenizer(tk.models.BPE(unk_token=UNK))
         # no prefix space: "a b" -> ["a", "Ġb"] decodes back to exactly "a b"
         tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = tk.decoders.ByteLevel()
         trainer = tk.trainers.BpeTrainer(
-            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS),
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=[*SPECIAL_TOKENS, *extra_special],
             initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
         texts = list(texts)
         if not texts:
             raise DataError("cannot train a tokenizer on no text (empty training split)")
         tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
         return cls(tok)
+
+    def special_ids(self, tokens: Sequence[str]) -> list[int]:
+        """Ids of the special `tokens` that this vocabulary has, in the order given (absent ones skipped)."""
+        ids = [self._tok.token_to_id(t) for t in tokens]
+        return [i for i in ids if i is not None]
 
     @property
     def vocab_size(self) -> int:

@@ -41,6 +41,22 @@ class Classifier(nn.Module):
         out = self.head(self.drop(pooled))
         return out.squeeze(-1) if self.config.n_classes == 1 else out
 
+    def load_encoder(self, source: nn.Module) -> None:
+        """Copy the encoder of an encoder-decoder ``source`` (``models/seq2seq.py``) into this classifier:
+        the token (and learned position) embeddings, every encoder block and the final encoder norm. The
+        segment embeddings and the head keep their fresh values (pretraining has neither). The two must
+        have the same vocabulary, width, heads, layers, feed-forward size, positions and attention."""
+        if len(self.blocks) != len(source.encoder):
+            raise ValueError(f"the classifier has {len(self.blocks)} encoder layers, the source {len(source.encoder)}")
+        pairs = [(self.embed.token, source.src_embed.token), (self.ln_f, source.ln_enc),
+                 *zip(self.blocks, source.encoder)]
+        if (self.embed.position is None) != (source.src_embed.position is None):
+            raise ValueError("the classifier and the source use different position encodings")
+        if self.embed.position is not None:
+            pairs.append((self.embed.position, source.src_embed.position))
+        for mine, theirs in pairs:
+            mine.load_state_dict(theirs.state_dict())  # strict: a missing key or another shape raises
+
     def param_counts(self) -> dict[str, int]:
         """Parameters per component: embeddings, attention.<component>, ffn, norms, head."""
         return stack_param_counts(self)

@@ -19,7 +19,9 @@ paper's own gaps on this scale (constants below; their rows and the translation 
 kind that diverged counts as infinitely worse. Training speed (tokens, target tokens or examples per second) is
 compared with the tolerance ``SPEED_TOLERANCE`` (5%: the CPU is shared and timings drift), or the seed spread of
 the speeds when larger. A claim's verdict is "contradicts" if any check contradicts, "supports" if every check
-supports, and "cannot tell" otherwise, including when the run did not train a variant the claim needs.
+supports, and "cannot tell" otherwise, including when the run did not train a variant the claim needs. Where a
+group's vanilla is still learning or does not clearly beat its trivial predictor (``Group.learning``, see
+:mod:`.learning`), a quality check keeps its verdict and its text and reason start with "provisional: ...".
 
 **The none floor.** Where a group trained ``none`` (no mixing between tokens), a variant whose loss against it
 is not wholly below 0 (the same interval as above) "does not use its attention": its table status says so
@@ -173,9 +175,14 @@ def judge_beyond(gap: Gap, threshold: float) -> str:
 
 # ----------------------------------------------------------------------------- scale and uncertainty
 
+def trivial_key(metric: str) -> str:
+    """The records' ``baselines`` key of the trivial predictor of ``metric``."""
+    return TRIVIAL_KEYS.get(metric, f"copy_source_{metric}")
+
+
 def trivial_score(group: Group) -> tuple[float, str] | None:
     """The trivial predictor's test score for the group's metric, and what it is."""
-    key = TRIVIAL_KEYS.get(group.metric, f"copy_source_{group.metric}")
+    key = trivial_key(group.metric)
     for row in group.rows:
         if row.baselines.get(key) is not None:
             name = TRIVIAL_NAMES.get(key, "copying the source")
@@ -335,8 +342,11 @@ def _gap_check(group: Group, kind: str, ref: str, threshold: float, what: str, j
     if isinstance(gap, Check):
         return gap
     need = what.split(" (")[0]  # the requirement without where its threshold comes from
-    brief = f"{group.key}: {kind} vs {ref}: {gap.brief or gap.note}; {need}{f' ({gap.how})' if gap.how else ''}"
-    return Check(judge(gap, threshold), f"{group.key}: {gap.note}; {what}{_attention_use_note(group, kind, ref)}",
+    # a verdict on a task whose vanilla is still learning (report.learning) stands, flagged first in its reason
+    provisional = group.learning.provisional if group.learning is not None else ""
+    where = f"{group.key}: {provisional}; " if provisional else f"{group.key}: "
+    brief = f"{where}{kind} vs {ref}: {gap.brief or gap.note}; {need}{f' ({gap.how})' if gap.how else ''}"
+    return Check(judge(gap, threshold), f"{where}{gap.note}; {what}{_attention_use_note(group, kind, ref)}",
                  brief)
 
 
@@ -482,8 +492,20 @@ def claim6(groups: list[Group]) -> Verdict:
                    "beyond the timing tolerance.", "", checks or _no_groups("classification"))
 
 
+# [7] T5-base SuperGLUE (Narang et al. 2021), trivial 47.1 (the most-frequent-class baseline): the pure
+# synthesizers keep 29-64% of vanilla's gain; random+vanilla beats the best other variant (dense+vanilla)
+PAPER_T5_SUPERGLUE = {"vanilla": 71.66, "dense": 61.03, "factorized_dense": 62.78, "random": 54.27,
+                      "random+vanilla": 75.24, "dense+vanilla": 74.25}
+SUPERGLUE_TRIVIAL = 47.1
+# the group of the GLUE-style average over a pretrained preset's fine-tuned tasks (report.compare.put_averages)
+GLUE_TASK, GLUE_DATA = "glue", "average"
+
+
 def claim7(groups: list[Group]) -> Verdict:
-    chosen = [g for g in groups if g.task == "classification"]
+    # the paper's rows are pretrained then fine-tuned, scored on the benchmark's average: judge that average
+    # where the run made one (glue preset), else each classification task trained from scratch (a stand-in)
+    averages = [g for g in groups if g.task == GLUE_TASK]
+    chosen = averages or [g for g in groups if g.task == "classification"]
     checks = []
     for g in chosen:
         for kind in PURE_SYNTHESIZERS:
@@ -502,11 +524,17 @@ def claim7(groups: list[Group]) -> Verdict:
         best = max(others, key=lambda r: r.metric_mean if g.higher_is_better else -r.metric_mean)
         checks.append(_gap_check(g, "random+vanilla", best.kind, 0.0,
                                  "best other variant; needs random+vanilla better"))
+    kept = [kept_share(PAPER_T5_SUPERGLUE[k], PAPER_T5_SUPERGLUE["vanilla"], SUPERGLUE_TRIVIAL)
+            for k in ("random", "dense", "factorized_dense")]
+    where = ("On the GLUE-style average of the tasks fine-tuned from a span-corruption pretraining (the glue preset; "
+             "the paper's setting)" if averages else
+             "On every classification task (trained from scratch: a stand-in for GLUE; the glue preset pretrains "
+             "and fine-tunes, as the paper does, and is judged on its average)")
     return Verdict(7, "On GLUE/SuperGLUE, pure synthesizers fall clearly behind; random+vanilla is best.",
-                   "On every classification task (our stand-in for GLUE): each pure synthesizer trained loses more "
-                   f"than the {MATCH_LOSS:.2%} of a match (claim 4) with the whole 95% interval beyond it (the paper's "
-                   "keep 29-64% of vanilla's gain on SuperGLUE), and random+vanilla keeps more than the best other "
-                   "variant, the whole interval on that side.", "", checks or _no_groups("classification"))
+                   f"{where}: each pure synthesizer trained loses more than the {MATCH_LOSS:.2%} of a match (claim 4) "
+                   f"with the whole 95% interval beyond it (the paper's keep {min(kept):.0%}-{max(kept):.0%} of "
+                   "vanilla's gain on SuperGLUE), and random+vanilla keeps more than the best other variant, the "
+                   "whole interval on that side.", "", checks or _no_groups("classification"))
 
 
 CLAIMS = (claim1, claim2, claim3, claim4, claim5, claim6, claim7)

@@ -1,6 +1,6 @@
 """`synthesizer compare`: train a list of attention kinds on a preset's tasks, then write the report.
 
-    synthesizer compare --preset lm [--size quick|full] [--kinds ...] [--baselines linformer ...]
+    synthesizer compare --preset lm [--size quick|standard|full] [--kinds ...] [--baselines linformer ...]
                         [--seeds N] [--out DIR] [--steps N] [--set key=value ...] [--jobs N --threads T]
     synthesizer compare --render DIR [DIR ...] [--out DIR]
 
@@ -13,6 +13,13 @@ updated after every run; ``OUT/report.md``, ``OUT/report.html`` and the PNGs are
 Each run's record carries ``provenance`` (its data.json: corpus, origin, split and tokenizer hashes).
 ``OUT`` is locked while a comparison runs in it: a second ``compare`` on the same ``--out`` is refused
 at once (each run folder is locked as well, against a ``synthesizer train`` into it).
+
+A preset with a pretraining step (``presets.PretrainedPreset``, e.g. ``glue``) first runs its pretraining
+config for every (kind, seed), ``--jobs`` at a time, in ``OUT/runs/pretrain-<data>/<kind>/seed<k>/``
+(kept in ``results.json`` under ``"pretraining"``, not among the report's runs), then fine-tunes every task
+from that folder (``init_from``); a fine-tuning run whose pretraining failed is recorded as failed. ``--set``
+overrides apply to both, except ``data.*`` (the tasks' data only). At the end the GLUE-style average of the
+tasks is added as the group ``glue-average`` (:func:`put_averages`), which claim 7 is judged on.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from typing import Callable
 
 from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
-from .claims import evaluate_claims, verdict_reason
+from .claims import GLUE_DATA, GLUE_TASK, evaluate_claims, trivial_key, verdict_reason
 from .document import build_report
 from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, steps_overrides, task_overrides
 from .results import FILENAME, empty_results, load_results, merge_results, put_run, save_results
@@ -45,6 +52,8 @@ def data_name(cfg) -> str:
     d = cfg.data
     if "corpus" in d:
         return d["corpus"]
+    if "corpora" in d:  # pretraining on several corpora (data/pretraining.py names it so)
+        return "+".join(d["corpora"])
     if "hub" in d:
         return str(d["hub"])
     return d.get("name") or Path(d["train"]).name.split(".")[0]
@@ -97,18 +106,24 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     kinds = check_kinds(list(kinds or DEFAULT_KINDS) + list(spec.baselines if baselines is None else baselines))
     extra = steps_overrides(steps) if steps is not None else []
+    sized = [(t, task_overrides(t, size, preset)) for t in spec.tasks]  # every task has the size, or nothing runs
     tasks = []
-    for t in spec.tasks:
-        base = config_fn(t.config, [*task_overrides(t, size), *extra, *overrides])
-        preset_cfg = config_fn(t.config, [*task_overrides(t, size), *extra]) if overrides else base
+    for t, size_overrides in sized:
+        base = config_fn(t.config, [*size_overrides, *extra, *overrides])
+        preset_cfg = config_fn(t.config, [*size_overrides, *extra]) if overrides else base
         tasks.append((t, base, _preset_label(t, base, preset_cfg)))
+    pretrain = getattr(spec, "pretrain", None)
+    if pretrain is not None:  # the user's data.* overrides are the fine-tuning tasks' data, not the pretraining's
+        own = [o for o in overrides if not o.strip().startswith("data.")]
+        pretrain = config_fn(pretrain.config, [*task_overrides(pretrain, size, preset), *extra, *own])
     out = Path(out or f"runs/compare-{preset}-{size}")
     with FolderLock(out, "comparison folder"):  # held until the report is written
-        return _compare(preset, size, kinds, seeds, out, tasks, jobs, threads, heatmaps, command, run_fn, load_fn, log)
+        return _compare(preset, size, kinds, seeds, out, tasks, jobs, threads, heatmaps, command, run_fn, load_fn, log,
+                        pretrain)
 
 
 def _preset_label(task, base, preset) -> str:
-    """The preset's label for ``task`` (e.g. "language modelling (SOTU subset)") when ``base`` trains the data
+    """The preset's label for ``task`` (e.g. "language modelling (State of the Union)") when ``base`` trains the data
     of ``preset`` (the same task's config without the user's overrides), else "": a report on the user's own
     data names the group after the data its runs record."""
     return task.label if data_name(base) == data_name(preset) else ""
@@ -116,8 +131,9 @@ def _preset_label(task, base, preset) -> str:
 
 def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, tasks: list, jobs: int,
              threads: int | None, heatmaps: bool, command: str, run_fn: Callable, load_fn: Callable,
-             log: Callable[[str], None]) -> dict:
-    """The body of :func:`run_comparison`, run while ``out`` is locked."""
+             log: Callable[[str], None], pretrain=None) -> dict:
+    """The body of :func:`run_comparison`, run while ``out`` is locked. With a ``pretrain`` config, every
+    (kind, seed) is pretrained first and every task then fine-tunes from that run (``init_from``)."""
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
 
     results = load_results(out) if (out / FILENAME).exists() else empty_results()
@@ -148,6 +164,10 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
                     plan.append((base, kind, seed, run_dir))
     interrupted = False
     try:
+        if pretrain is not None:
+            pretrained = _pretrain(pretrain, kinds, seeds, out, results, run_fn, jobs, threads, log)
+            interrupted = pretrained is None
+            plan = [] if interrupted else _from_pretrained(plan, pretrained, results, out)
         for done, (base, kind, seed, run_dir), record, took in _execute(plan, run_fn, jobs, threads):
             where = f"[{done}/{len(plan)}] {group_key(base.task, data_name(base))} {kind} seed{seed}"
             if record is None:
@@ -180,6 +200,9 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
         save_results(results, out)
     if interrupted:
         return results
+    if pretrain is not None:
+        put_averages(results, [group_key(base.task, data_name(base)) for _, base, _ in tasks], kinds, seeds)
+        save_results(results, out)
 
     if heatmaps:
         _add_attention_maps(results, out, load_fn, log)
@@ -188,6 +211,89 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
     print_tables(results, log)
     log(f"report: {md} and {page}; raw numbers: {out / FILENAME}")
     return results
+
+
+def _pretrain(cfg, kinds: list[str], seeds: int, out: Path, results: dict, run_fn: Callable, jobs: int,
+              threads: int | None, log: Callable[[str], None]) -> dict | None:
+    """Run (or read back) the pretraining run of every (kind, seed), ``jobs`` at a time; keep their records
+    in ``results["pretraining"]`` (not among the runs: they are no task of the report). Returns
+    ``{(kind, seed): (run folder, error or None)}``, or None when interrupted."""
+    key = group_key(cfg.task, data_name(cfg))
+    plan = [(cfg, kind, seed, out / "runs" / key / kind / f"seed{seed}") for seed in range(seeds) for kind in kinds]
+    done_runs: dict = {}
+    kept = {(r["attention"], r.get("seed", 0)): r for r in results.get("pretraining", [])}
+    for done, (_, kind, seed, run_dir), record, took in _execute(plan, run_fn, jobs, threads):
+        where = f"[pretraining {done}/{len(plan)}] {key} {kind} seed{seed}"
+        if record is None:
+            log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
+            return None
+        record = {k: v for k, v in record.items() if k not in ("curve", "per_example", "config", "provenance")}
+        record["run_dir"] = str(run_dir.relative_to(out))
+        kept[(kind, seed)] = record
+        results["pretraining"] = list(kept.values())
+        save_results(results, out)
+        done_runs[(kind, seed)] = (run_dir, record.get("error"))
+        log(f"{where}: {_summary(record, took)}")
+    return done_runs
+
+
+def _from_pretrained(plan: list[tuple], pretrained: dict, results: dict, out: Path) -> list[tuple]:
+    """The fine-tuning plan: each run starts from its (kind, seed)'s pretraining run; a run whose pretraining
+    failed is recorded as failed, not started."""
+    ready = []
+    for base, kind, seed, run_dir in plan:
+        pre_dir, error = pretrained[(kind, seed)]
+        if error is None:
+            ready.append((dataclasses.replace(base, init_from=str(pre_dir.resolve())), kind, seed, run_dir))
+        else:
+            put_run(results, {"task": base.task, "data": data_name(base), "attention": kind, "seed": seed,
+                              "error": f"its pretraining run {pre_dir.relative_to(out)} failed: {error}"})
+    return ready
+
+
+def put_averages(results: dict, keys: list[str], kinds: list[str], seeds: int) -> None:
+    """Add the GLUE-style average of every (kind, seed) fine-tuned on all the groups ``keys``: a record of
+    group ``glue-average`` whose test metric is the mean of the tasks' test metrics (the trivial predictor:
+    the mean of theirs), with per-example statistics weighted so that their mean is that average (each task
+    counts once, whatever its size; the bootstrap then resamples the pooled test examples)."""
+    runs = {(r["task"] + "-" + r["data"], r["attention"], r.get("seed", 0)): r for r in results["runs"]}
+    for kind in kinds:
+        for seed in range(seeds):
+            parts = [runs.get((key, kind, seed)) for key in keys]
+            if any(p is None for p in parts):
+                continue
+            record = glue_average(parts, kind, seed)
+            put_run(results, record)
+    results["labels"][group_key(GLUE_TASK, GLUE_DATA)] = f"GLUE-style average over {len(keys)} fine-tuned tasks"
+
+
+def glue_average(parts: list[dict], kind: str, seed: int) -> dict:
+    """The average record of one (kind, seed) from its fine-tuning records ``parts`` (see :func:`put_averages`)."""
+    head = {"task": GLUE_TASK, "data": GLUE_DATA, "attention": kind, "seed": seed, "higher_is_better": True,
+            "glue_tasks": [f"{p['task']}-{p['data']}" for p in parts]}
+    failed = [f"{p['task']}-{p['data']}: {p['error']}" for p in parts if "error" in p]
+    if failed:
+        return {**head, "error": "; ".join(failed)}
+    metrics = {p.get("primary_metric") for p in parts}
+    metric = metrics.pop() if len(metrics) == 1 else "score"
+    head["primary_metric"] = metric
+    diverged = [p for p in parts if p.get("diverged")]
+    values = [(p.get("test_metrics") or {}).get(p.get("primary_metric")) for p in parts]
+    if diverged or any(v is None for v in values):
+        return {**head, "test_metrics": {}, "diverged": bool(diverged),
+                "diverged_step": min((p.get("diverged_step") or 0 for p in diverged), default=None)}
+    record = {**head, "test_metrics": {metric: sum(values) / len(values)}, "diverged": False,
+              "params": parts[0].get("params"), "steps": parts[0].get("steps"),
+              "train_time_s": sum(p.get("train_time_s") or 0.0 for p in parts)}
+    trivial = [(p.get("baselines") or {}).get(trivial_key(metric)) for p in parts]
+    if all(t is not None for t in trivial):
+        record["baselines"] = {trivial_key(metric): sum(trivial) / len(trivial)}
+    stats = [p.get("per_example") for p in parts]
+    if all(s and s.get("kind") == "accuracy" and s.get("metric") == metric for s in stats):
+        n = sum(len(s["values"]) for s in stats)
+        weighted = [v * n / (len(parts) * len(s["values"])) for s in stats for v in s["values"]]
+        record["per_example"] = {"metric": metric, "kind": "accuracy", "values": [round(v, 6) for v in weighted]}
+    return record
 
 
 def window_speed(log_path: Path) -> float | None:
@@ -300,6 +406,9 @@ def print_tables(results: dict, log: Callable[[str], None] = print) -> None:
         log(f"{group_label(group, results['labels'])} [{group.key}]")
         log(text_table(*table_rows(group)))
     log("")
+    for group in groups:  # did vanilla learn: the facts the verdicts below rest on
+        if group.learning is not None:
+            log(group.learning.summary())
     for v in evaluate_claims(groups):
         log(f"claim {v.number}: {v.verdict}: {verdict_reason(v)}")
 
@@ -321,7 +430,10 @@ def _parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", choices=sorted(PRESETS), help="the experiment family to run")
     p.add_argument("--size", choices=SIZES, default="quick",
-                   help="quick (about 10 minutes on 2 cores with --jobs 2) or full")
+                   help="quick: the README demo, at most about 5 minutes on 2 cores with --jobs 2; standard: "
+                        "trained until vanilla's validation curve has flattened, about an hour per preset for 3 "
+                        "seeds with --jobs 2 (only for the presets that have it); full: the shipped CPU configs "
+                        "as they are (default: quick)")
     p.add_argument("--kinds", nargs="+", metavar="KIND",
                    help=f"attention kinds to train (default: {' '.join(DEFAULT_KINDS)})")
     p.add_argument("--baselines", nargs="*", metavar="NAME",

@@ -74,6 +74,8 @@ def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder
                             + "; ".join(f"{k} `{json.dumps(v, sort_keys=True)}`" for k, v in shown.items() if v) + "."))
     header, rows = table_rows(group)
     blocks.append(("table", header, rows))
+    if group.learning is not None:
+        blocks.append(("p", group.learning.text()))
     notes = []
     if group.chance:
         notes.append(f"At chance means: {group.chance['why']}.")
@@ -127,7 +129,9 @@ def _claim_blocks(verdicts: list[Verdict]) -> list[Block]:
               "are the paper's own gaps on the same scale (docs/paper_numbers.md of the project). **supports**: the "
               "whole interval satisfies the rule; **contradicts**: the whole interval violates it; **cannot tell**: "
               "the interval straddles the threshold, nothing was measured, vanilla does not clearly beat the "
-              "trivial predictor, or the run lacks a variant or task the claim needs. Speeds use a "
+              "trivial predictor, or the run lacks a variant or task the claim needs. A check on a task whose vanilla "
+              "is still learning, or does not clearly beat its trivial predictor by what the task asks (\"Did vanilla "
+              "learn?\" under each table), keeps its verdict but says **provisional** first. Speeds use a "
               f"{SPEED_TOLERANCE:.0%} timing tolerance (or the seed spread if larger). These are small CPU models "
               "trained for minutes: a verdict is about this run, not about the paper's full-size setting."),
         ("table", ["claim", "verdict"], [[f"{v.number}. {v.claim}", f"**{_MARK[v.verdict]}**"] for v in verdicts]),

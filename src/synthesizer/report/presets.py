@@ -1,14 +1,20 @@
-"""Comparison presets: the paper's experiment families on the shared corpora, each in two sizes.
+"""Comparison presets: the paper's experiment families on the shared corpora, each in up to three sizes.
 
 A preset is a list of shipped experiment configs (``synthesizer/configs/*.yaml``) plus the attention
-kinds to train on each. ``full`` runs the shipped small CPU config as it is (minutes per variant);
-``quick`` shrinks it with overrides so the whole comparison takes about ten minutes on two CPU cores
-(``--jobs 2``: two one-thread runs at a time); quick models are tiny, so their scores show trends,
-not the paper's numbers (``--steps N`` buys a larger budget at the same size).
+kinds to train on each. The sizes (``SIZES``), from the smallest:
+
+* ``quick``: the README demo. Overrides shrink the config so a whole comparison takes at most about five
+  minutes on two CPU cores (``--jobs 2``: two one-thread runs at a time); the models are tiny, so their
+  scores show trends, not the paper's numbers (``--steps N`` buys a larger budget at the same size).
+* ``standard``: overrides sized so that vanilla's validation curve has flattened by the end of training
+  (the report checks it), about an hour per preset for 3 seeds with ``--jobs 2``. These are the sizes to
+  judge the paper's claims on. A task without measured standard overrides yet has no standard size:
+  asking for it is refused before any run starts.
+* ``full``: the shipped small CPU config as it is (minutes per variant).
 Every variant of a comparison gets the same config apart from ``model.attention`` and ``seed``.
 ``data.limit`` keeps the first rows of every split: only use it where a file's prefix is a fair sample.
 
-Both sizes drop the shipped configs' wall-clock cap (``train.max_minutes``), so every variant trains
+Every size drops the shipped configs' wall-clock cap (``train.max_minutes``), so every variant trains
 for the same number of steps, whatever its speed or the machine's load.
 """
 
@@ -25,7 +31,7 @@ PAPER_MIXTURES = ("random+dense", "dense+vanilla", "random+vanilla")
 DEFAULT_KINDS = (*(s.name for s in sorted((s for s in registry.specs() if s.paper_row is not None),
                                           key=lambda s: s.paper_row)),
                  *(str(parse_kind(kind)) for kind in PAPER_MIXTURES))
-SIZES = ("quick", "full")
+SIZES = ("quick", "standard", "full")
 
 # Every size: equal step budgets (no wall-clock cap). Quick seq2seq: greedy decoding on a small sample.
 _COMMON = ("train.max_minutes=null",)
@@ -36,11 +42,18 @@ _QUICK_SEQ2SEQ = ("model.d_model=64", "model.d_ff=256", "model.n_layers=2", "tok
 
 @dataclass(frozen=True)
 class PresetTask:
-    """One (task, corpus) of a preset: the shipped config it starts from and the quick overrides."""
+    """One (task, corpus) of a preset: the shipped config it starts from and the overrides of each size
+    (``full`` has none; ``standard=None``: no standard size measured for this task yet)."""
 
     config: str
     quick: tuple[str, ...] = ()
     label: str = ""  # what the report calls it, e.g. "language modelling (SOTU)"
+    standard: tuple[str, ...] | None = None
+
+    @property
+    def sizes(self) -> tuple[str, ...]:
+        """The sizes this task can run at, in the order of ``SIZES``."""
+        return tuple(s for s in SIZES if s != "standard" or self.standard is not None)
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,13 @@ PRESETS: dict[str, Preset] = {
             "data.corpus=sotu-subset", "tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256",
             "batch.block_size=128", "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
             "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
-            "language modelling (SOTU subset)"),)),
+            "language modelling (State of the Union)",
+            # standard, measured: vanilla on all 213 training addresses, 1200 steps of 4096 tokens (about 2.4
+            # passes over them) improved its validation loss by 1.7% over the last quarter (4.700 at step 900)
+            # at perplexity ~101, against ~700 for the unigram model
+            standard=("tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256", "batch.block_size=128",
+                      "batch.max_tokens=4096", "train.max_steps=1200", "train.lr=3e-3", "train.warmup_steps=60",
+                      "train.eval_every=100", "train.log_every=50")),), baselines=("none",)),
     "mt": Preset("mt", "machine translation, English to Spanish (Bible) and English to German (LibreOffice)", "BLEU", (
         PresetTask("mt-bible-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64",
                                       "model.max_len=96", "train.max_steps=120", "eval.max_new_tokens=64",
@@ -70,17 +89,17 @@ PRESETS: dict[str, Preset] = {
         PresetTask("mt-libreoffice-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64",
                                             "model.max_len=96", "train.max_steps=120", "eval.max_new_tokens=64",
                                             *_QUICK_SEQ2SEQ), "translation en-de (LibreOffice)"),
-    )),
+    ), baselines=("none",)),
     "summarization": Preset("summarization", "Debian package description to synopsis", "ROUGE-L", (
         # the first 64 tokens of a description (median: 55 words) hold its opening sentence,
         # which the synopsis condenses
         PresetTask("summarization-debian-small", ("data.limit=8000", "batch.max_src_len=64", "model.max_len=64",
                                                   "train.max_steps=240", *_QUICK_SEQ2SEQ),
-                   "summarization (Debian descriptions)"),)),
+                   "summarization (Debian descriptions)"),), baselines=("none",)),
     "dialogue": Preset("dialogue", "chit-chat replies given the last turns", "BLEU-1 / ROUGE-L", (
         PresetTask("dialogue-chitchat-small", ("data.limit=8000", "batch.max_src_len=96", "batch.max_tgt_len=48",
                                                "model.max_len=96", "train.max_steps=240", "eval.max_new_tokens=48",
-                                               *_QUICK_SEQ2SEQ), "dialogue (chitchat)"),)),
+                                               *_QUICK_SEQ2SEQ), "dialogue (chitchat)"),), baselines=("none",)),
     # The paper's encoding-only comparison puts Linformer next to factorized_random.
     "classification": Preset("classification", "sentiment (Rotten Tomatoes) and spam filtering", "accuracy", (
         PresetTask("cls-rotten-small", ("data.limit=6000", "tokenizer.vocab_size=2000", "model.d_model=64",
@@ -94,7 +113,7 @@ PRESETS: dict[str, Preset] = {
                                       "batch.max_tokens=4096", "train.max_steps=120", "train.lr=2e-3",
                                       "train.warmup_steps=12", "train.eval_every=40", "train.log_every=10"),
                    "spam (SpamAssassin)"),
-    ), baselines=("linformer",)),
+    ), baselines=("linformer", "none")),
 }
 
 
@@ -124,11 +143,15 @@ def get_preset(name: str) -> Preset:
     return PRESETS[name]
 
 
-def task_overrides(task: PresetTask, size: str) -> list[str]:
-    """The overrides that turn ``task.config`` into the given size."""
+def task_overrides(task: PresetTask, size: str, preset: str = "") -> list[str]:
+    """The overrides that turn ``task.config`` into the given size; ValueError for an unknown size or one
+    the task does not have (``preset``: named in that message)."""
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}; allowed: {', '.join(SIZES)}")
-    return [*_COMMON, *task.quick] if size == "quick" else list(_COMMON)
+    if size not in task.sizes:
+        where = f"preset {preset!r}, task {task.config!r}" if preset else f"task {task.config!r}"
+        raise ValueError(f"{where} has no {size} size yet; sizes it has: {', '.join(task.sizes)}")
+    return [*_COMMON, *{"quick": task.quick, "standard": task.standard or (), "full": ()}[size]]
 
 
 def steps_overrides(steps: int) -> list[str]:
@@ -137,3 +160,36 @@ def steps_overrides(steps: int) -> list[str]:
         raise ValueError(f"--steps must be a positive integer, got {steps!r}")
     return [f"train.max_steps={steps}", f"train.eval_every={max(1, steps // 4)}",
             f"train.warmup_steps={steps // 10}", f"train.log_every={max(1, min(20, steps // 4))}"]
+
+
+# ----------------------------------------------------------------------------- pretrained presets
+
+@dataclass(frozen=True)
+class PretrainedPreset(Preset):
+    """A preset whose tasks fine-tune a pretrained encoder (the paper's T5 rows): ``compare`` first runs
+    ``pretrain`` once per (kind, seed), then every task from that run's folder (``init_from``). The
+    tasks' model sizes must match the pretraining's (``max_len`` may be shorter)."""
+
+    pretrain: PresetTask | None = None
+
+
+# quick: one 64-wide layer, pretrained for 150 steps of 2048 tokens, fine-tuned for 60 steps per task
+_GLUE_MODEL = ("model.d_model=64", "model.n_heads=4", "model.n_layers=1", "model.d_ff=128", "model.max_len=64")
+_GLUE_FINETUNE = (*_GLUE_MODEL, "batch.max_len=64", "batch.max_tokens=2048", "train.max_steps=60", "train.lr=2e-3",
+                  "train.warmup_steps=6", "train.eval_every=30", "train.log_every=10")
+PRESETS["glue"] = PretrainedPreset(
+    "glue", "pretrained with span corruption, then fine-tuned: sentiment, spam, English-Spanish translation pairs "
+    "(a GLUE-style average)", "accuracy (average over tasks)", (
+        PresetTask("cls-rotten-small", ("data.limit=4000", *_GLUE_FINETUNE), "sentiment (Rotten Tomatoes), fine-tuned"),
+        # no data.limit: the spam train file lists every ham e-mail first
+        PresetTask("cls-spam-small", _GLUE_FINETUNE, "spam (SpamAssassin), fine-tuned"),
+        PresetTask("cls-bible-pairs-small", ("data.limit=4000", *_GLUE_FINETUNE),
+                   "translation pairs en-es (Bible verses), fine-tuned"),
+    ),
+    pretrain=PresetTask("pretrain-text-small", (
+        # the packaged SOTU subset: the full addresses would make most of the (tokenized) text
+        "data.corpora=[rotten-tomatoes, spam, bible-en-es, sotu-subset]", "data.limit=2000",
+        "tokenizer.vocab_size=2000", *_GLUE_MODEL, "batch.block_size=64", "batch.max_tokens=2048",
+        "train.max_steps=150", "train.lr=3e-3", "train.warmup_steps=15", "train.eval_every=75", "train.log_every=10",
+        "eval.max_eval_examples=300"), "span-corruption pretraining"),
+    baselines=("none",))

@@ -122,14 +122,32 @@ def bootstrap_differences(kind: str, a, b, n_resamples: int = DEFAULT_RESAMPLES,
         raise ValueError(f"paired statistics need the same shape, got {a.shape} and {b.shape}")
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    n = a.shape[-2] if kind == "bleu" else a.shape[-1]
-    # how often each example is drawn in each resample: [R, n]; sums over a resample are then one matmul
-    counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
-    if kind == "bleu":
-        diff = corpus_bleu_from_stats(counts @ a) - corpus_bleu_from_stats(counts @ b)   # [..., R]
-    else:
-        diff = (a - b) @ counts.T / n                                                     # [..., R]
+    counts = _resample_counts(a.shape[-2] if kind == "bleu" else a.shape[-1], n_resamples, seed)
+    diff = _resampled_metric(kind, a, counts) - _resampled_metric(kind, b, counts)       # [..., R]
     return diff.reshape(-1, n_resamples).mean(axis=0)
+
+
+def bootstrap_metric(kind: str, values, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """The metric of one system on ``n_resamples`` resamples of its test examples (the draws of
+    :func:`bootstrap_differences` with the same seed). ``values``: ``[..., n]`` (``[..., n, 2 + 2N]`` for
+    BLEU); leading axes share each resample and are averaged. Returns ``[n_resamples]``."""
+    x = _as_stats(kind, values)
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    counts = _resample_counts(x.shape[-2] if kind == "bleu" else x.shape[-1], n_resamples, seed)
+    return _resampled_metric(kind, x, counts).reshape(-1, n_resamples).mean(axis=0)
+
+
+def _resample_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """How often each of ``n`` examples is drawn in each resample: ``[R, n]`` (sums are then one matmul)."""
+    return np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+
+
+def _resampled_metric(kind: str, x: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The metric of statistics ``x`` on each resample of ``counts`` ``[R, n]``: ``[..., R]``."""
+    if kind == "bleu":
+        return corpus_bleu_from_stats(counts @ x)
+    return x @ counts.T / counts.shape[1]
 
 
 def paired_bootstrap(kind: str, a, b, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,

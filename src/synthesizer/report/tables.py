@@ -12,8 +12,12 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from .presets import DEFAULT_KINDS
+
+if TYPE_CHECKING:
+    from .learning import Learning
 
 # A variant "scored at chance" when it did no better than a trivial predictor:
 #   accuracy <= majority-class accuracy + 1 point; perplexity >= the unigram model's;
@@ -61,6 +65,7 @@ class Group:
     higher_is_better: bool
     rows: list[Row]
     chance: dict = field(default_factory=dict)   # {"value": float, "why": str} or {}
+    learning: Learning | None = None             # did vanilla learn (learning.vanilla_learning); None: no vanilla
 
     def row(self, kind: str) -> Row | None:
         return next((r for r in self.rows if r.kind == kind), None)
@@ -123,8 +128,10 @@ def _order(kinds: set[str]) -> list[str]:
 def build_groups(runs: list[dict]) -> list[Group]:
     """Aggregate raw run records into one :class:`Group` per (task, data), rows in the paper's order.
     Where the group trained ``none`` (no mixing between tokens), a row not clearly better than it gets the
-    status note "does not use its attention", by the claims' interval rule."""
+    status note "does not use its attention", by the claims' interval rule. Each group also gets ``learning``:
+    whether its vanilla flattened and beat the trivial predictors."""
     from .claims import flag_unused_attention  # the interval rule lives with the claims, which import this module
+    from .learning import vanilla_learning
 
     by_group: dict[str, list[dict]] = {}
     for run in runs:
@@ -141,6 +148,7 @@ def build_groups(runs: list[dict]) -> list[Group]:
         group = Group(key, first["task"], first["data"], metric, higher, rows, chance)
         _relative(group)
         flag_unused_attention(group)
+        group.learning = vanilla_learning(group, group_runs)
         groups.append(group)
     return groups
 

@@ -22,11 +22,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..attention.factory import check_kind
-from ..data.records import TASKS
+from ..data.records import TASKS as DATA_TASKS
+from ..data.span_corruption import N_SENTINELS
 from ..models.config import ModelConfig
 from ..training.loop import TrainConfig
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+PRETRAIN = "pretrain"  # span-corruption pretraining of the encoder-decoder (tasks/pretrain.py)
+TASKS = (*DATA_TASKS, PRETRAIN)
+# tasks whose encoder can start from a pretraining run (``init_from``)
+INIT_FROM_TASKS = ("classification", "regression")
 
 COLUMN_KEYS = ("text_column", "text_pair_column", "label_column", "source_column", "target_column", "turns_column")
 
@@ -45,9 +51,11 @@ def _positive(section: str, options: Any, names: tuple[str, ...]) -> None:
 
 @dataclass
 class DataOptions:
-    """The ``data`` section: exactly one source (``corpus``, ``hub`` or ``train``/``valid``/``test`` paths)."""
+    """The ``data`` section: exactly one source (``corpus``, ``hub``, ``train``/``valid``/``test`` paths,
+    or, for pretraining only, ``corpora``: a list of built-in corpora whose texts are pooled)."""
 
     corpus: str | None = None
+    corpora: list | None = None
     hub: str | None = None
     train: str | None = None
     valid: str | None = None
@@ -65,13 +73,17 @@ class DataOptions:
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ValueError(f"data.{name} must be a non-empty string, got {value!r}")
         _positive("data", self, ("limit", "max_history"))
+        if self.corpora is not None and (not isinstance(self.corpora, list) or not self.corpora or not all(
+                isinstance(c, str) and c.strip() for c in self.corpora)):
+            raise ValueError(f"data.corpora must be a non-empty list of corpus names, got {self.corpora!r}")
         files = self.data_files
         if files is not None and not isinstance(files, (str, list, dict)):
             raise ValueError(f"data.data_files must be a file, a list of files or a mapping split -> file(s), got {files!r}")
-        sources = [k for k in ("corpus", "hub", "train") if getattr(self, k) is not None]
+        sources = [k for k in ("corpus", "corpora", "hub", "train") if getattr(self, k) is not None]
         if len(sources) != 1:
             raise ValueError("config section 'data' needs exactly one of: corpus (a built-in corpus), hub (a hub "
-                             f"dataset) or train/valid/test (local files); got {', '.join(sources) or 'none'}")
+                             "dataset), train/valid/test (local files) or corpora (pretraining: built-in corpora); "
+                             f"got {', '.join(sources) or 'none'}")
         if self.train is not None:
             for split in ("valid", "test"):
                 if getattr(self, split) is None:
@@ -145,6 +157,7 @@ def _keys(options: type) -> tuple[str, ...]:
 
 
 DATA_KEYS = _keys(DataOptions)
+DATA_SOURCES = ("corpus", "corpora", "hub", "train", "valid", "test")
 # set from the tokenizer and the data, never by hand
 MODEL_DERIVED = ("vocab_size", "pad_id", "bos_id", "eos_id", "n_classes")
 MODEL_KEYS = tuple(f.name for f in dataclasses.fields(ModelConfig) if f.name not in MODEL_DERIVED)
@@ -156,7 +169,7 @@ BATCH_KEYS = _keys(BatchOptions)
 EVAL_KEYS = _keys(EvalOptions)
 SECTIONS = {"data": DATA_KEYS, "model": MODEL_KEYS, "train": TRAIN_KEYS, "tokenizer": TOKENIZER_KEYS,
             "batch": BATCH_KEYS, "eval": EVAL_KEYS}
-TOP_KEYS = ("task", *SECTIONS, "seed")
+TOP_KEYS = ("task", *SECTIONS, "seed", "init_from")
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -191,7 +204,9 @@ def parse_value(text: str) -> Any:
 @dataclass
 class ExperimentConfig:
     """One experiment. ``task``: one of ``TASKS``; the sections are described in ``docs`` and in the
-    shipped configs; ``seed`` seeds model init, data order and the trainer."""
+    shipped configs; ``seed`` seeds model init, data order and the trainer. ``init_from`` (classification,
+    regression): the folder of a pretraining run whose tokenizer and encoder weights the model starts
+    from (see ``tasks/experiment.py``); its ``tokenizer`` section is then not used."""
 
     task: str
     data: dict
@@ -201,6 +216,7 @@ class ExperimentConfig:
     batch: dict = field(default_factory=dict)
     eval: dict = field(default_factory=dict)
     seed: int = 0
+    init_from: str | None = None
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -217,17 +233,33 @@ class ExperimentConfig:
             section = _numbers(dict(section))
             if name in ("tokenizer", "batch", "eval"):  # null there means "the default", as if not given
                 section = {k: v for k, v in section.items() if v is not None}
+            if name == "data":  # a null source is no source: `--set data.corpus=null --set data.hub=...` swaps it
+                section = {k: v for k, v in section.items() if v is not None or k not in DATA_SOURCES}
             setattr(self, name, section)
         if not _is_int(self.seed):
             raise ValueError(f"seed must be an integer, got {self.seed!r}")
+        if self.init_from is not None:
+            if not isinstance(self.init_from, str) or not self.init_from.strip():
+                raise ValueError(f"init_from must be the folder of a pretraining run, got {self.init_from!r}")
+            if self.task not in INIT_FROM_TASKS:
+                raise ValueError(f"init_from is for the tasks {', '.join(INIT_FROM_TASKS)}, not {self.task!r}")
         self._check_values()
 
     # ------------------------------------------------------------------ checks
     def _check_values(self) -> None:
         """Build every section's dataclass once (the model with placeholder sizes), so a bad value fails
         here, before any data is read or any run folder is written."""
-        DataOptions(**self.data)
-        TokenizerOptions(**self.tokenizer)
+        data = DataOptions(**self.data)
+        if data.corpora is not None and self.task != PRETRAIN:
+            raise ValueError(f"data.corpora (a list of corpora) is for task 'pretrain' only; give data.corpus for "
+                             f"task {self.task!r}")
+        if data.corpus is not None and self.task == PRETRAIN:
+            raise ValueError(f"task 'pretrain' reads data.corpora, a list of built-in corpora (e.g. [{data.corpus}]), "
+                             "not data.corpus")
+        tokenizer = TokenizerOptions(**self.tokenizer)
+        if self.task == PRETRAIN and tokenizer.vocab_size < 262 + N_SENTINELS:
+            raise ValueError(f"tokenizer.vocab_size must be an integer >= {262 + N_SENTINELS} for pretraining "
+                             f"(6 special tokens + {N_SENTINELS} sentinels + 256 bytes), got {tokenizer.vocab_size!r}")
         EvalOptions(**self.eval)
         model = _in_section("model", lambda: ModelConfig(vocab_size=1000, pad_id=0, bos_id=1, eos_id=2, **self.model))
         BatchOptions(**self.batch).check_lengths(model.max_len)

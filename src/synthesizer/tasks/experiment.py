@@ -35,20 +35,23 @@ import math
 import os
 import shutil
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from ..attention import registry
-from ..attention.factory import resolve_kind
+from ..attention.factory import check_kind, resolve_kind
 from ..data.generated import GENERATED, fixed_tokenizer
 from ..data.hub import load_hub
+from ..data.pretraining import pretraining_corpus, text_corpus
 from ..data.provenance import data_differences, data_provenance, file_hash, tokenizer_provenance
 from ..data.records import SEQ2SEQ_TASKS, Corpus, DataError
 from ..data.sources import load_corpus, load_files
+from ..data.span_corruption import sentinel_tokens
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
-from ..models import ModelConfig, build_model
+from ..models import Classifier, EncoderDecoder, ModelConfig, build_model
 from ..training import distributed as dist
 from ..training.checkpoint import CheckpointError, load_model_weights, resolve_checkpoint
 from ..training.lock import FolderLock
@@ -56,12 +59,13 @@ from ..training.loop import Diverged, Trainer, seed_everything
 from .answer_lm import AnswerLMTask
 from .base import Task
 from .classification import ClassificationTask
-from .config import ExperimentConfig
+from .config import PRETRAIN, ExperimentConfig
 from .lm import LMTask
+from .pretrain import PretrainTask
 from .seq2seq import Seq2SeqTask
 
 TASK_CLASSES: dict[str, type[Task]] = {"lm": LMTask, "classification": ClassificationTask,
-                                       "regression": ClassificationTask,
+                                       "regression": ClassificationTask, PRETRAIN: PretrainTask,
                                        **{t: Seq2SeqTask for t in SEQ2SEQ_TASKS}}
 # config fields a resumed run may change (everything else must match the saved run): they decide how
 # long to train and what is logged, evaluated and saved, not what each update does
@@ -79,19 +83,27 @@ def task_class(cfg: ExperimentConfig) -> type[Task]:
 # ----------------------------------------------------------------------------- building blocks
 
 def load_data(cfg: ExperimentConfig) -> Corpus:
-    """The corpus named by ``cfg.data`` (built-in, hub or local files), checked against ``cfg.task``."""
+    """The corpus named by ``cfg.data`` (built-in, hub or local files), checked against ``cfg.task``.
+
+    Pretraining reads the texts of any data (``data.corpora``: several built-in corpora; local files
+    are read as language-modelling text) as a text corpus (``data/pretraining.py``).
+    """
     d = cfg.data
     common = {"limit": d.get("limit")}
     if "max_history" in d:
         common["max_history"] = d["max_history"]
-    if "corpus" in d:
+    if "corpora" in d:
+        corpus = pretraining_corpus(d["corpora"], limit=d.get("limit"))
+    elif "corpus" in d:
         corpus = load_corpus(d["corpus"], **common)
     elif "hub" in d:
         corpus = load_hub(d["hub"], data_files=d.get("data_files"), path=d.get("path"), **common)
     else:
-        corpus = load_files(cfg.task, d["train"], d["valid"], d["test"], name=d.get("name"),
-                            **d.get("columns", {}), **common)
-    if corpus.task != cfg.task and not {corpus.task, cfg.task} <= {"translation", "summarization", "dialogue"}:
+        corpus = load_files("lm" if cfg.task == PRETRAIN else cfg.task, d["train"], d["valid"], d["test"],
+                            name=d.get("name"), **d.get("columns", {}), **common)
+    if cfg.task == PRETRAIN:
+        corpus = text_corpus(corpus)
+    elif corpus.task != cfg.task and not {corpus.task, cfg.task} <= {"translation", "summarization", "dialogue"}:
         raise ValueError(f"data {corpus.name!r} is a {corpus.task} corpus but task is {cfg.task!r}")
     for split in ("train", "valid", "test"):
         if not corpus.splits.get(split):
@@ -127,9 +139,85 @@ def param_summary(model: nn.Module) -> dict:
     return {"total": sum(counts.values()), "attention_logits": logits, "by_component": counts}
 
 
-def make_model_config(cfg: ExperimentConfig, tokenizer: Tokenizer, task: Task) -> ModelConfig:
+def make_model_config(cfg: ExperimentConfig, tokenizer: Tokenizer, task: Task,
+                      pretrained: "Pretrained | None" = None) -> ModelConfig:
+    """The model's config; a model that starts from ``pretrained`` keeps its ``max_len`` (the size of its
+    position table and of the synthesizers' length-indexed weights), while ``cfg``'s ``model.max_len``
+    still caps the inputs."""
+    sizes = {"max_len": pretrained.model.max_len} if pretrained is not None else {}
     return ModelConfig(vocab_size=tokenizer.vocab_size, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
-                       eos_id=tokenizer.eos_id, **{**cfg.model, **task.model_fields()})
+                       eos_id=tokenizer.eos_id, **{**cfg.model, **task.model_fields(), **sizes})
+
+
+# ----------------------------------------------------------------------------- starting from a pretraining run
+
+# model fields a fine-tuned encoder must share with the pretrained one (the classifier's own head and
+# pooling, dropout and the length policy may differ); max_len may be shorter, never longer
+ENCODER_FIELDS = ("d_model", "n_heads", "encoder_layers", "ffn_size", "positions", "attention_options")
+
+
+@dataclass
+class Pretrained:
+    """The pretraining run ``init_from`` names: its folder, the checkpoint used and that checkpoint's model."""
+
+    run_dir: Path
+    checkpoint: Path
+    model: ModelConfig
+    cfg: ExperimentConfig
+
+    def record(self) -> dict:
+        """What result.json keeps of it (``init_from``)."""
+        state = self.checkpoint / "trainer_state.pt"
+        step = int(torch.load(state, map_location="cpu", weights_only=True)["step"]) if state.is_file() else None
+        return {"run_dir": str(self.run_dir), "checkpoint": str(self.checkpoint), "step": step,
+                "task": self.cfg.task, "data": _data_label(self.cfg), "attention": check_kind(self.model.attention)}
+
+    def encoder_decoder(self) -> EncoderDecoder:
+        model = EncoderDecoder(self.model)
+        load_model_weights(self.checkpoint, model)
+        return model
+
+
+def _data_label(cfg: ExperimentConfig) -> str:
+    d = cfg.data
+    return "+".join(d["corpora"]) if "corpora" in d else str(d.get("corpus") or d.get("hub") or d.get("train"))
+
+
+def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
+    """Check that ``cfg.init_from`` is a pretraining run whose encoder fits ``cfg``'s model; ValueError
+    (one line naming what does not fit) otherwise. Uses its ``best`` checkpoint, else ``last``."""
+    where = f"init_from={cfg.init_from}"
+    run_dir = Path(cfg.init_from)
+    if not (run_dir / "experiment.json").is_file():
+        raise DataError(f"{where}: not a run folder (no experiment.json); give the --out folder of a pretraining run")
+    source = load_config(run_dir)
+    if task_class(source).family != "seq2seq":
+        raise ValueError(f"{where}: a {source.task!r} run has no encoder-decoder to start from; give a pretraining "
+                         f"run (task {PRETRAIN!r})")
+    checkpoint = None
+    for which in ("best", "last"):
+        try:
+            checkpoint = resolve_checkpoint(run_dir, which)
+            break
+        except FileNotFoundError:
+            continue
+    if checkpoint is None or not (checkpoint / "config.json").is_file():
+        raise DataError(f"{where}: no checkpoint yet (no 'best' or 'last' folder); finish or resume that run first")
+    model = ModelConfig.from_dict(json.loads((checkpoint / "config.json").read_text()))
+    pretrained_kind, kind = check_kind(model.attention), cfg.attention
+    if pretrained_kind != kind:
+        raise ValueError(f"{where}: pretrained with attention {pretrained_kind!r}, but model.attention is {kind!r}; "
+                         "fine-tune with the attention it was pretrained with")
+    mine = ModelConfig(vocab_size=model.vocab_size, **{k: v for k, v in cfg.model.items() if k != "attention"},
+                       attention=model.attention)
+    differ = [f"model.{k.replace('encoder_layers', 'n_layers').replace('ffn_size', 'd_ff')}={getattr(mine, k)!r} "
+              f"(pretrained: {getattr(model, k)!r})" for k in ENCODER_FIELDS if getattr(mine, k) != getattr(model, k)]
+    if differ:
+        raise ValueError(f"{where}: the encoder does not fit: {', '.join(differ)}; use the pretrained sizes")
+    if mine.max_len > model.max_len:
+        raise ValueError(f"{where}: model.max_len={mine.max_len} is longer than the pretrained model's "
+                         f"{model.max_len}; set model.max_len to at most {model.max_len}")
+    return Pretrained(run_dir, checkpoint, model, source)
 
 
 def read_log(path: Path) -> dict:
@@ -231,17 +319,25 @@ def _open_run_folder(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resum
 def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: bool, provenance: dict) -> Tokenizer:
     """Train the tokenizer on the train split once per run folder (rank 0), reuse it on resume.
 
+    A pretraining tokenizer also holds the span-corruption sentinels; a run that starts from a
+    pretraining run (``init_from``) copies that run's tokenizer instead of training one.
+
     Rank 0 records the saved file's hash in data.json (and in ``provenance``, which it updates).
     """
     folder = out_dir / "tokenizer"
     if dist.is_main():
         if not (resume and (folder / TOKENIZER_FILE).exists()):
-            if cfg.data.get("corpus") in GENERATED:  # a fixed word-level vocabulary (see data/generated.py)
-                tok = fixed_tokenizer()
+            if cfg.init_from is not None:
+                folder.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(Path(cfg.init_from) / "tokenizer" / TOKENIZER_FILE, folder / TOKENIZER_FILE)
             else:
-                tok = Tokenizer.train(corpus.texts("train"), vocab_size=int(cfg.tokenizer.get("vocab_size", 8000)),
-                                      min_frequency=int(cfg.tokenizer.get("min_frequency", 2)))
-            tok.save(folder)
+                if cfg.data.get("corpus") in GENERATED:  # a fixed word-level vocabulary (see data/generated.py)
+                    tok = fixed_tokenizer()
+                else:
+                    extra = sentinel_tokens() if cfg.task == PRETRAIN else ()
+                    tok = Tokenizer.train(corpus.texts("train"), vocab_size=int(cfg.tokenizer.get("vocab_size", 8000)),
+                                          min_frequency=int(cfg.tokenizer.get("min_frequency", 2)), extra_special=extra)
+                tok.save(folder)
         provenance["tokenizer"] = tokenizer_provenance(folder / TOKENIZER_FILE)
         _write_json(out_dir / DATA_FILE, provenance)
     dist.barrier()
@@ -261,6 +357,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = Fa
     out_dir = Path(out_dir)
     if "max_steps" not in cfg.train:
         raise ValueError("train.max_steps is required (the number of optimizer updates)")
+    pretrained = pretrained_run(cfg) if cfg.init_from is not None else None  # refused before any folder is made
     info = dist.init_distributed()
     existed, lock = out_dir.exists(), FolderLock(out_dir)
     dist.on_main(lambda: bool(lock.acquire()))  # a second process is refused here, before reading any data
@@ -273,19 +370,25 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = Fa
             shutil.rmtree(out_dir, ignore_errors=True)
         raise
     try:
-        return _train_and_report(cfg, corpus, out_dir, resume, progress, info, provenance)
+        return _train_and_report(cfg, corpus, out_dir, resume, progress, info, provenance, pretrained)
     finally:
         lock.release()
 
 
 def _train_and_report(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: bool, progress: bool,
-                      info: dist.DistInfo, provenance: dict) -> dict:
+                      info: dist.DistInfo, provenance: dict, pretrained: Pretrained | None = None) -> dict:
     main = info.rank == 0
     tokenizer = _tokenizer(cfg, corpus, out_dir, resume, provenance)
     task = task_class(cfg)(cfg, corpus, tokenizer, info.rank, info.world_size)
-    model_cfg = make_model_config(cfg, tokenizer, task)
+    model_cfg = make_model_config(cfg, tokenizer, task, pretrained)
+    source = pretrained.encoder_decoder() if pretrained is not None else None  # built before seeding: same init
     seed_everything(cfg.seed)
     model = build_model(task.family, model_cfg)
+    if source is not None:
+        if not isinstance(model, Classifier):
+            raise ValueError(f"init_from: a {cfg.task!r} model has no encoder to load")
+        model.load_encoder(source)  # a resumed run then loads its own checkpoint over it
+        del source
     if main and corpus.label_names is not None:
         _write_json(out_dir / "labels.json", {"labels": corpus.label_names})
 
@@ -313,6 +416,8 @@ def _train_and_report(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resu
     result_path = out_dir / "result.json"
     if main:
         result = _summarize(cfg, task, model, corpus, out_dir, trainer.step, diverged_step, stopped)
+        if pretrained is not None:
+            result["init_from"] = pretrained.record()
         result["provenance"] = provenance
         _write_json(result_path, result)
     dist.barrier()

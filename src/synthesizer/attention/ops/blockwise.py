@@ -1,31 +1,39 @@
 """``blockwise``: attention with a batch-shared additive term: memory-lean, and its backward gives the
 gradient of that term (which the fused kernel does not).
 
-Logits ``q k^T + bias`` (bias shared by the batch, e.g. ``w * R`` of a random synthesizer), masked,
-softmax, dropout, times ``v``. Queries are processed in blocks, so at most (B, H, block, n) logits
-exist at a time. The forward keeps each row's log-sum-exp; the backward (``attention_backward``,
-shared with ``fused_bias``) recomputes each block's probabilities from it, ``P = exp(q k^T + bias -
-lse)``, and gives dq, dk, dv and the batch-summed gradient of the bias in the same pass, as flash
-attention does. q and k may have another head size than v (no padding of v needed).
+Logits ``w_q q k^T + sum_c w_c B_c`` (the bias terms: each ``B_c`` (H, n, n) shared by the batch, e.g. R
+of a random synthesizer, with its mixture weight ``w_c`` per head or none; ``w_q`` the features' weight,
+or none), masked, softmax, dropout, times ``v``. Queries are processed in blocks of rows, one example
+at a time, so at most (H, block, n) logits exist at a time. The
+terms stay apart: each block forms its rows of the sum, so no (H, n, n) product ``w * R`` is made,
+saved or differentiated, and the backward writes each term's gradient (``w_c`` times the
+batch-summed logit gradient) and its weight's gradient straight from the block. The forward keeps
+each row's log-sum-exp; the backward (``attention_backward``, shared with ``fused_bias``)
+recomputes each block's probabilities from it, ``P = exp(q k^T + bias - lse)``, and gives dq, dk, dv
+and the terms' gradients in the same pass, as flash attention does. q and k may have another head
+size than v (no padding of v needed).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
 from ..forms import BIAS, FEATURES
-from ..masks import MASKED, causal_mask, masked_softmax_
-from .scores import Scores
+from ..masks import MASKED, causal_mask
+from .scores import Scores, Terms, as_terms, bias_rows
 
 NAME = "blockwise"
 NEEDS = "features"
 
-# Logits per block (32 MiB in float32; the backward holds up to three such blocks): 64 rows per block
-# at batch 8, 8 heads, seq 2048. Measured there (random+vanilla layer, forward+backward, 2 threads):
-# 4M elements 704 MiB peak, 8M 765 MiB, 16M 888 MiB (plain layer: 291 MiB); 16M was ~10% faster than
-# 4M. 8M keeps the peak below the previous kernel's (785 MiB) at most of the speed.
-BLOCK_ELEMENTS = 1 << 23
+# Logits per block of one example (16 MiB in float32; the backward holds two such blocks and the
+# block's rows of the bias): 256 rows per block at 8 heads, seq 2048. Measured there (batch 8, d_model
+# 512, forward+backward, 2 threads, interleaved medians, ratio to the plain sdpa layer): random+vanilla
+# 1.43x / 1.42x / 1.49x with 2M / 4M / 8M elements, random+dense 1.31x / 1.21x (2M / 4M); peak memory
+# 594 / 610 / 642 MiB before the features' weight moved into the kernel (now 579 MiB at 4M).
+BLOCK_ELEMENTS = 1 << 22
 
 
 def applies(components) -> bool:
@@ -44,158 +52,227 @@ def _dropout_keep(shape: torch.Size, p: float, seed: int, device: torch.device) 
     return (torch.rand(shape, generator=gen, device=device) >= p).to(torch.get_default_dtype()) / (1 - p)
 
 
-def _block_logits(q: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool, s: int,
-                  e: int) -> Tensor:
-    """Logits (B, H, e-s, m) of query rows s..e-1 over the m keys they may see (all, or 0..e-1 when
-    causal), -inf where masked."""
-    m = e if causal else k.shape[2]
-    logits = q[:, :, s:e] @ k[:, :, :m].transpose(-1, -2)
-    if bias is not None:
-        logits += bias[..., s:e, :m]
-    if causal:
-        logits.masked_fill_(causal_mask(e - s, m, q.device, start=s), MASKED)
+def _example_logits(q_blk: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool,
+                    s: int) -> Tensor:
+    """Logits (H, t, m) of one example's query rows s..s+t-1 (``q_blk`` (H, t, d)) over the m keys they
+    may see (all, or 0..s+t-1 when causal; ``k`` (H, n, d)), -inf where masked; ``bias`` is the block's
+    rows of the terms' sum (H, t, m) or None; ``padding`` the example's (n,) key padding or None."""
+    e = s + q_blk.shape[1]
+    m = e if causal else k.shape[1]
+    k_m = k[:, :m].transpose(-1, -2)
+    logits = torch.bmm(q_blk, k_m) if bias is None else torch.baddbmm(bias, q_blk, k_m)  # the bias as accumulator
+    if causal:  # only the last e-s keys of the block can lie after a row
+        logits[..., s:].masked_fill_(causal_mask(e - s, e - s, q_blk.device), MASKED)
     if padding is not None:
-        logits.masked_fill_(padding[:, None, None, :m], MASKED)
+        logits.masked_fill_(padding[None, None, :m], MASKED)
     return logits
 
 
-def _block_probs(q: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool, s: int, e: int) -> Tensor:
-    """Probabilities (B, H, e-s, m) of query rows s..e-1 over the m keys they may see (all, or 0..e-1
-    when causal). Fully masked rows give zeros."""
-    logits = _block_logits(q, k, bias, padding, causal, s, e)
-    if padding is None:  # every row keeps at least its own key (causal) or all keys
-        return torch.softmax(logits, dim=-1)
-    return masked_softmax_(logits)
+def _examples(t: Tensor):
+    """i -> example i of t (B, H, n, d) as an (H, n, d) operand for the batched products. Features
+    shared by the batch (dense's k, expanded over batch and heads: zero strides, which send bmm to a
+    slow path) are made contiguous once, for one example: every example reads the same copy."""
+    if t.shape[0] > 0 and 0 in t.stride():
+        shared = t[0].contiguous() if t.stride(0) == 0 else None
+        if shared is not None:
+            return lambda i: shared
+        t = t.contiguous()
+    return lambda i: t[i]
 
 
-def attention_backward(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool,
+def _weighted(q_blk: Tensor, q_weight: Tensor | None) -> Tensor:
+    """q_blk (H, t, d) times the features' mixture weight (1 or H values), a small per-block product."""
+    return q_blk if q_weight is None else q_blk * q_weight.reshape(-1, 1, 1)
+
+
+def _per_head_sum(x: Tensor, like: Tensor) -> Tensor:
+    """x (H, t, d) summed to the shape of a weight ``like`` (one value per head, or one in all)."""
+    per_head = x.sum((-1, -2))
+    return (per_head if like.numel() == per_head.numel() else per_head.sum()).reshape(like.shape)
+
+
+class TermGradients:
+    """The gradients of the bias terms from the logit gradient, summed over the batch block by block
+    into one (H, n, n) buffer ``G``; ``finish`` turns it into ``d B_c = w_c G`` and ``d w_c = sum(G *
+    B_c)`` (per head, or in all for a scalar weight). For one unweighted term ``G`` is its gradient.
+    ``wanted`` says, per term, whether (w_c, B_c) need a gradient."""
+
+    def __init__(self, terms: Terms, wanted: Sequence[tuple[bool, bool]], zero: bool):
+        self.terms, self.wanted = terms, list(wanted)
+        self.needed = any(gw or gb for gw, gb in self.wanted)
+        # ``zero`` where the blocks do not write every element (causal: only the keys their rows may see)
+        alloc = torch.zeros_like if zero else torch.empty_like
+        self.total = alloc(terms[0][1], memory_format=torch.contiguous_format) if self.needed else None
+
+    def add(self, dlogits: Tensor, s: int, e: int, m: int, first: bool) -> None:
+        """Rows s..e-1, keys 0..m-1 of one example's logit gradient (H, e-s, m) (``first``: the first
+        example of the block, which is copied rather than added)."""
+        rows = self.total[:, s:e, :m]
+        rows.copy_(dlogits) if first else rows.add_(dlogits)
+
+    def finish(self) -> list[Tensor | None]:
+        """w_0, B_0, w_1, B_1, ...: the gradients in the order the terms were given (None where not wanted)."""
+        grads: list[Tensor | None] = []
+        g = self.total
+        for c, ((w, b), (gw, gb)) in enumerate(zip(self.terms, self.wanted)):
+            dw = db = None
+            if g is not None and w is not None and gw:
+                dw = _per_head_sum(g * b, w)
+            if g is not None and gb:
+                reuse = not any(later_w or later_b for later_w, later_b in self.wanted[c + 1 :])  # G's last use
+                if w is None:
+                    db = g if reuse else g.clone()
+                else:
+                    db = g.mul_(w.reshape(-1, 1, 1)) if reuse else g * w.reshape(-1, 1, 1)
+            grads += [dw, db]
+        return grads
+
+
+def _block_rows(h: int, n: int) -> int:
+    """Query rows per block of one example: (H, rows, n) logits of about ``BLOCK_ELEMENTS``."""
+    return max(16, min(n, BLOCK_ELEMENTS // max(1, h * n)))
+
+
+def attention_backward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, padding: Tensor | None, causal: bool,
                        out: Tensor, lse: Tensor, grad_out: Tensor, dropout: float = 0.0, seed: int = 0,
-                       bias_grad: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-    """dq, dk (B, H, n, dq), dv (B, H, n, dv) and the batch-summed d(bias) (H, n, n) (None if not
-    ``bias_grad`` or no bias) of ``dropout(softmax(mask(q k^T + bias))) v``, in one pass over query blocks.
+                       wanted: Sequence[tuple[bool, bool]] = (), q_weight: Tensor | None = None
+                       ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, list[Tensor | None]]:
+    """dq, dk (B, H, n, dq), dv (B, H, n, dv), the gradient of ``q_weight`` (None without one) and the
+    bias terms' gradients [d w_0, d B_0, ...] (see ``TermGradients``; ``wanted`` per term, none by
+    default) of ``dropout(softmax(mask(w_q q k^T + sum_c w_c B_c))) v``, in one pass over blocks of
+    query rows, one example at a time.
 
     ``out`` (B, H, n, dv) is the forward's output, ``lse`` (B, H, n) its rows' log-sum-exp with +inf
-    on rows without a key; ``bias`` holds no causal mask (the causal rule is applied here). Per block:
-    ``P = exp(q k^T + bias - lse)`` (the bias rides in the matmul's accumulator; the lse is
-    subtracted in place, which costs less memory than folding it into q and k as a feature),
-    ``dS = P * (dO v^T * keep - delta)`` with ``delta = rowsum(dO * out)`` computed once per row,
-    and every gradient accumulated into its final buffer.
+    on rows without a key; the terms hold no causal mask (the causal rule is applied here). Per block:
+    ``P = exp(q k^T + bias - lse)`` (the block's rows of the bias, formed once for all examples, ride
+    in the matmul's accumulator; the lse is subtracted in place), ``dS = P * (dO v^T * keep - delta)``
+    with ``delta = rowsum(dO * out)`` computed once per row, and every gradient accumulated into its
+    final buffer. One example at a time, the operands are (H, rows, d) matrices with a row stride,
+    which the batched products take as they are: no copy of the layer's head-split views (a batch-
+    and-heads product would copy them on every block), and the gradients keep the inputs' layout.
+    The features' weight ``w_q`` is applied per block, so no weighted copy of q exists.
     """
     b, h, n, _ = q.shape
-    block = _block_size(b, h, n)
-    grad_out = grad_out.contiguous()
-    # Batch-shared features (dense's k is expanded over batch and heads) have zero strides, which
-    # send bmm to a slow path: one copy here is far cheaper.
-    q, k = (t.contiguous() if 0 in t.stride() else t for t in (q, k))
-    delta = (grad_out * out).sum(-1, keepdim=True)  # (B, H, n, 1): rowsum(P * dP), dropout included
+    rows = _block_rows(h, n)
+    delta = out.new_empty(b, h, n, 1)  # rowsum(P * dP), dropout included; per example: no (B, H, n, dv) temporary
+    for i in range(b):
+        torch.sum(grad_out[i] * out[i], dim=-1, keepdim=True, out=delta[i])
     lse = lse.unsqueeze(-1)
-    dense = torch.contiguous_format  # the batch and head axes are merged below
-    dq = torch.empty_like(q, memory_format=dense)
-    dk, dv = torch.zeros_like(k, memory_format=dense), torch.zeros_like(v, memory_format=dense)
-    dbias = torch.empty_like(bias, memory_format=dense) if bias is not None and bias_grad else None
-    if dbias is not None and causal:
-        dbias.zero_()  # the blocks write only the keys their rows may see
-    flat = (b * h,)
-    dk3, dv3 = dk.view(flat + dk.shape[2:]), dv.view(flat + dv.shape[2:])
-    for s in range(0, n, block):
-        e = min(s + block, n)
+    dq, dk, dv = torch.empty_like(q, memory_format=torch.preserve_format), torch.zeros_like(k), torch.zeros_like(v)
+    q_of, k_of = _examples(q), _examples(k)
+    dq_weight = None if q_weight is None else torch.zeros_like(q_weight)
+    term_grads = TermGradients(terms, wanted or [(False, False)] * len(terms), zero=causal or b == 0)
+    for s in range(0, n, rows):
+        e = min(s + rows, n)
         m = e if causal else n
-        q_blk, k_m = q[:, :, s:e], k[:, :, :m]
-        probs = q.new_empty(b, h, e - s, m)
-        if bias is None:
-            torch.matmul(q_blk, k_m.transpose(-1, -2), out=probs)
-        else:
-            for i in range(b):  # the batch-shared bias as the accumulator of each example's matmul
-                torch.baddbmm(bias[:, s:e, :m], q_blk[i], k_m[i].transpose(-1, -2), out=probs[i])
-        if causal:  # only the last e-s keys of the block can lie after a row
-            probs[..., s:].masked_fill_(causal_mask(e - s, e - s, q.device), MASKED)
-        if padding is not None:
-            probs.masked_fill_(padding[:, None, None, :m], MASKED)
-        probs.sub_(lse[:, :, s:e]).exp_()  # rows without a key have lse = +inf: P = 0
-        go = grad_out[:, :, s:e]
-        dprobs = go @ v[:, :, :m].transpose(-1, -2)
-        p3 = probs.view(flat + probs.shape[2:])
-        if dropout > 0:
-            keep = _dropout_keep(probs.shape, dropout, seed + s, q.device).to(probs.dtype)
-            dv3[:, :m].baddbmm_((probs * keep).view_as(p3).transpose(1, 2), go.reshape(flat + go.shape[2:]))
-            dprobs *= keep
-            del keep
-        else:
-            dv3[:, :m].baddbmm_(p3.transpose(1, 2), go.reshape(flat + go.shape[2:]))
-        dlogits = dprobs.sub_(delta[:, :, s:e]).mul_(probs)  # P * (dP - delta)
-        del probs
-        torch.matmul(dlogits, k[:, :, :m], out=dq[:, :, s:e])
-        d3 = dlogits.view(flat + dlogits.shape[2:])
-        dk3[:, :m].baddbmm_(d3.transpose(1, 2), q[:, :, s:e].reshape(flat + (e - s, q.shape[-1])))
-        if dbias is not None:
-            torch.sum(dlogits, dim=0, out=dbias[:, s:e, :m])
-    return dq, dk, dv, dbias
+        bias = bias_rows(terms, s, e, m)
+        for i in range(b):
+            q_blk, k_i = q_of(i)[:, s:e], k_of(i)
+            qw_blk = _weighted(q_blk, q_weight)
+            probs = _example_logits(qw_blk, k_i, bias, None if padding is None else padding[i], causal, s)
+            probs.sub_(lse[i, :, s:e]).exp_()  # rows without a key have lse = +inf: P = 0
+            go = grad_out[i, :, s:e]
+            dprobs = torch.bmm(go, v[i, :, :m].transpose(-1, -2))
+            if dropout > 0:
+                keep = _dropout_keep(probs.shape, dropout, _block_seed(seed, i, s, n), q.device).to(probs.dtype)
+                dv[i, :, :m].baddbmm_((probs * keep).transpose(-1, -2), go)
+                dprobs *= keep
+                del keep
+            else:
+                dv[i, :, :m].baddbmm_(probs.transpose(-1, -2), go)
+            dlogits = dprobs.sub_(delta[i, :, s:e]).mul_(probs)  # P * (dP - delta)
+            del probs
+            dqw = torch.bmm(dlogits, k_i[:, :m])  # the gradient of the weighted q
+            if q_weight is None:
+                dq[i, :, s:e] = dqw
+            else:
+                dq_weight += _per_head_sum(dqw * q_blk, q_weight)
+                torch.mul(dqw, q_weight.reshape(-1, 1, 1), out=dq[i, :, s:e])
+            dk[i, :, :m].baddbmm_(dlogits.transpose(-1, -2), qw_blk)
+            if term_grads.needed:
+                term_grads.add(dlogits, s, e, m, first=i == 0)
+    return dq, dk, dv, dq_weight, term_grads.finish()
 
 
-def bias_gradient(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, padding: Tensor | None, causal: bool,
-                  grad_out: Tensor) -> Tensor:
-    """d(loss)/d(bias) for ``softmax(mask(q k^T + bias)) v``, summed over the batch, block by block."""
-    b, h, n, _ = q.shape
-    block = _block_size(b, h, n)
-    dbias = torch.zeros_like(bias)
-    for s in range(0, n, block):
-        e = min(s + block, n)
-        probs = _block_probs(q, k, bias, padding, causal, s, e)
-        m = probs.shape[-1]
-        dprobs = grad_out[:, :, s:e] @ v[:, :, :m].transpose(-1, -2)
-        dbias[..., s:e, :m] += torch._softmax_backward_data(dprobs, probs, -1, probs.dtype).sum(0)
-    return dbias
+def _block_seed(seed: int, example: int, start: int, n: int) -> int:
+    """The dropout seed of one example's block of rows from ``start``: the same in forward and backward."""
+    return seed + example * n + start
 
 
-def blockwise_forward(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool,
-                      dropout: float = 0.0, seed: int = 0) -> tuple[Tensor, Tensor]:
+def blockwise_forward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, padding: Tensor | None, causal: bool,
+                      dropout: float = 0.0, seed: int = 0, q_weight: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The output (B, H, n, dv) and each row's log-sum-exp (B, H, n), +inf on rows without a key
-    (what ``attention_backward`` takes). Dropout keep-masks come from ``seed`` + the block's first row."""
+    (what ``attention_backward`` takes), in the backward's blocks (one example at a time). Dropout
+    keep-masks come from ``_block_seed``."""
     b, h, n, _ = q.shape
-    block = _block_size(b, h, n)
+    rows = _block_rows(h, n)
+    q_of, k_of = _examples(q), _examples(k)
     out = v.new_empty(b, h, n, v.shape[-1])
     lse = q.new_empty(b, h, n, 1)
-    for s in range(0, n, block):
-        e = min(s + block, n)
-        probs = _block_logits(q, k, bias, padding, causal, s, e)
-        row = torch.logsumexp(probs, dim=-1, keepdim=True)
-        row.masked_fill_(torch.isneginf(row), float("inf"))  # no key: exp(-inf - inf) = 0 everywhere
-        lse[:, :, s:e] = row
-        probs.sub_(row).exp_()
-        if dropout > 0:
-            probs *= _dropout_keep(probs.shape, dropout, seed + s, q.device).to(probs.dtype)
-        # not matmul(out=out[:, :, s:e]): into a strided slice it runs one small product per (batch, head)
-        out[:, :, s:e] = probs @ v[:, :, : probs.shape[-1]]
+    for s in range(0, n, rows):
+        e = min(s + rows, n)
+        m = e if causal else n
+        bias = bias_rows(terms, s, e, m)
+        for i in range(b):
+            probs = _example_logits(_weighted(q_of(i)[:, s:e], q_weight), k_of(i), bias,
+                                    None if padding is None else padding[i], causal, s)
+            row = torch.logsumexp(probs, dim=-1, keepdim=True)
+            row.masked_fill_(torch.isneginf(row), float("inf"))  # no key: exp(-inf - inf) = 0 everywhere
+            lse[i, :, s:e] = row
+            probs.sub_(row).exp_()
+            if dropout > 0:
+                probs *= _dropout_keep(probs.shape, dropout, _block_seed(seed, i, s, n), q.device).to(probs.dtype)
+            out[i, :, s:e] = torch.bmm(probs, v[i, :, :m])
     return out, lse.squeeze(-1)
+
+
+def wanted_terms(needs_input_grad: Sequence[bool], first: int, n_terms: int) -> list[tuple[bool, bool]]:
+    """Per term, whether (w_c, B_c) need a gradient, from an autograd Function's ``needs_input_grad``
+    whose inputs from ``first`` on are w_0, B_0, w_1, B_1, ..."""
+    flags = needs_input_grad[first : first + 2 * n_terms]
+    return [(bool(flags[2 * c]), bool(flags[2 * c + 1])) for c in range(n_terms)]
+
+
+def unflatten(flat: Sequence[Tensor | None]) -> Terms:
+    """w_0, B_0, w_1, B_1, ... -> ((w_0, B_0), (w_1, B_1), ...)."""
+    return tuple((flat[i], flat[i + 1]) for i in range(0, len(flat), 2))
+
+
+_TERMS_FROM = 8  # the index of w_0 among _BlockwiseAttention's inputs
 
 
 class _BlockwiseAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, bias, padding, causal, dropout, seed):
-        out, lse = blockwise_forward(q, k, v, bias, padding, causal, dropout, seed)
-        ctx.save_for_backward(q, k, v, bias, padding, out, lse)
+    def forward(ctx, q, k, v, padding, causal, dropout, seed, q_weight, *flat_terms):
+        out, lse = blockwise_forward(q, k, v, unflatten(flat_terms), padding, causal, dropout, seed, q_weight)
+        ctx.save_for_backward(q, k, v, padding, out, lse, q_weight, *flat_terms)
         ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        q, k, v, bias, padding, out, lse = ctx.saved_tensors
-        dq, dk, dv, dbias = attention_backward(q, k, v, bias, padding, ctx.causal, out, lse, grad_out, ctx.dropout,
-                                               ctx.seed, bias_grad=ctx.needs_input_grad[3])
-        return dq, dk, dv, dbias, None, None, None, None
+        q, k, v, padding, out, lse, q_weight, *flat_terms = ctx.saved_tensors
+        terms = unflatten(flat_terms)
+        wanted = wanted_terms(ctx.needs_input_grad, _TERMS_FROM, len(terms))
+        dq, dk, dv, dq_weight, term_grads = attention_backward(q, k, v, terms, padding, ctx.causal, out, lse, grad_out,
+                                                               ctx.dropout, ctx.seed, wanted, q_weight)
+        return dq, dk, dv, None, None, None, None, dq_weight, *term_grads
 
 
-def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, padding: Tensor | None = None,
-                        causal: bool = False, dropout: float = 0.0, training: bool = False) -> Tensor:
-    """q, k (B, H, n, dq); v (B, H, n, dv); bias (H, n, n) or None; padding (B, n) bool, True = pad.
+def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | Terms | None = None,
+                        padding: Tensor | None = None, causal: bool = False, dropout: float = 0.0,
+                        training: bool = False, q_weight: Tensor | None = None) -> Tensor:
+    """q, k (B, H, n, dq); v (B, H, n, dv); bias (H, n, n), bias terms ((w_c or None, B_c (H, n, n)), ...)
+    or None; padding (B, n) bool, True = pad; q_weight: the features' mixture weight (1 or H values) or None.
 
-    Returns (B, H, n, dv). Logits are ``q k^T + bias``: no scaling is applied here.
+    Returns (B, H, n, dv). Logits are ``q_weight * q k^T + bias``: no scaling is applied here.
     """
     p = dropout if training else 0.0
     seed = int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else 0
-    return _BlockwiseAttention.apply(q, k, v, bias, padding, causal, p, seed)
+    flat = [t for term in as_terms(bias) for t in term]
+    return _BlockwiseAttention.apply(q, k, v, padding, causal, p, seed, q_weight, *flat)
 
 
 def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
-    """q, k (B, H, n, dq) and bias (H, n, n) or None of ``scores``; v (B, H, n, dv) -> (B, H, n, dv)."""
-    return blockwise_attention(scores.q, scores.k, v, scores.bias, padding, causal, dropout, training)
+    """q, k (B, H, n, dq), the features' weight and the bias terms of ``scores``; v (B, H, n, dv) -> (B, H, n, dv)."""
+    return blockwise_attention(scores.q, scores.k, v, scores.terms, padding, causal, dropout, training, scores.q_weight)

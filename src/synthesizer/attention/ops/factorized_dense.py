@@ -1,8 +1,8 @@
 """``factorized_dense``: the tiled factorized dense logits, generated block by block, never (B, H, n, n).
 
 The logits ``S[i, j] = Pa[i, j // b] * Pb[i, j % b]`` come from per-token factors Pa (B, H, n, a)
-and Pb (B, H, n, b), a few hundred numbers per row. Queries are processed in blocks (the block size
-of ``blockwise``): each block's logits are generated from its rows' factors, masked, softmaxed and
+and Pb (B, H, n, b), a few hundred numbers per row. Queries are processed in blocks (``BLOCK_ELEMENTS``
+logits at a time): each block's logits are generated from its rows' factors, masked, softmaxed and
 multiplied by v; the forward keeps only the factors, and the backward regenerates each block's
 probabilities, as flash attention does. (It recomputes the softmax rather than ``exp(S - lse)``
 from a saved log-sum-exp: on CPU one fused softmax, 2.6 ms on a (8, 8, 64, 1024) block, beat
@@ -11,11 +11,11 @@ the key axis viewed as (a, b), ``dPa[i, p] = sum_q dS[i, p, q] Pb[i, q]`` and
 ``dPb[i, q] = sum_p dS[i, p, q] Pa[i, p]``. v's gradient is accumulated transposed (go^T P: 5 ms
 against 13 ms for P^T go on such a block).
 
-Measured (batch 8, d_model 512, 8 heads, non-causal, forward+backward, 2 threads, ratios to the
-plain scaled_dot_product_attention layer, taken while other jobs loaded the machine): seq 1024
-1.2-1.6x (the reference path 1.2-1.4x in the same runs), seq 2048 2.5x (reference: 1.6x in the
-README's last run; the forward is the slow half); peak memory at seq 2048 1.77x the plain
-layer (540 MB against 306 MB), against 11.3x for the reference path, which is why it is the default.
+Measured on the idle machine (batch 8, d_model 512, 8 heads, non-causal, forward+backward, 2 threads,
+ratios to the plain scaled_dot_product_attention layer of the same run): 1.08x at seq 1024, 1.85x at
+seq 2048 (the forward alone 1.8x: building the block's logits from the factors is elementwise work
+with no fused kernel); peak memory at seq 2048 1.55x the plain layer (451 MiB against 291), against
+11.3x for the reference path, which is why it is the default.
 
 The layer hands the factors over as ``scores.q`` (Pa) and ``scores.k`` (Pb): they come from the
 component's ``features``, which for this component returns the factors, not a dot product.
@@ -29,11 +29,18 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..masks import MASKED, causal_mask
-from .blockwise import _block_size, _dropout_keep
+from .blockwise import _dropout_keep
 from .scores import Scores
 
 NAME = "factorized_dense"
 NEEDS = "features"
+
+# Logits per block, all examples together (32 MiB in float32): 64 rows at batch 8, 8 heads, seq 2048.
+BLOCK_ELEMENTS = 1 << 23
+
+
+def _block_size(b: int, h: int, n: int) -> int:
+    return max(16, min(n, BLOCK_ELEMENTS // max(1, b * h * n)))
 
 
 def applies(components) -> bool:
@@ -82,6 +89,9 @@ class _FactorizedDenseAttention(torch.autograd.Function):
     def forward(ctx, pa, pb, v, padding, causal, n, dropout, seed):
         b, h, t, _ = pa.shape
         block = _block_size(b, h, n)
+        # The layer hands v as a view with the heads split off the feature axis; a product with it
+        # would copy it on every block. One copy here (saved in place of the view) is far cheaper.
+        v = v.contiguous()
         empty = _empty_rows(padding, causal)
         out = v.new_empty(b, h, t, v.shape[-1])
         for s in range(0, t, block):
@@ -147,4 +157,4 @@ def factorized_dense_attention(pa: Tensor, pb: Tensor, v: Tensor, padding: Tenso
 
 def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
     """Pa (B, H, n, a) as ``scores.q``, Pb (B, H, n, b) as ``scores.k``; v (B, H, n, dv) -> (B, H, n, dv)."""
-    return factorized_dense_attention(scores.q, scores.k, v, padding, causal, dropout, training)
+    return factorized_dense_attention(scores.weighted_q(), scores.k, v, padding, causal, dropout, training)

@@ -17,15 +17,36 @@ of a sum does not split.)
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from ..forms import FEATURES
-from ..masks import allowed_keys
+from ..masks import allowed_keys, finite_masked_logit
 from .scores import Scores
 
 NAME = "fused"
 NEEDS = "features"
+
+
+def fold(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None = None,
+         multiple: int = 1) -> tuple[Tensor, Tensor, Tensor]:
+    """q, k (B, H, n, dq), v (B, H, n, dv) at one head size (the fused kernels' condition): the widest,
+    rounded up to ``multiple``, zeros appended (they add nothing to ``q k^T`` and are cut from the
+    output). With ``padding`` (B, n) bool, key padding rides along as one more feature,
+    ``q' = [q, 1]``, ``k' = [k, m if padded else 0]`` with ``m = masks.finite_masked_logit``, so a
+    float mask shared by the batch stays the only mask."""
+    if padding is not None:
+        q = torch.cat([q, q.new_ones(q.shape[:-1] + (1,))], dim=-1)
+        masked = finite_masked_logit(k.dtype)
+        key_feature = torch.zeros(padding.shape, dtype=k.dtype, device=k.device).masked_fill(padding, masked)
+        k = torch.cat([k, key_feature[:, None, :, None].expand(-1, k.shape[1], -1, -1)], dim=-1)
+    size = -(-max(q.shape[-1], v.shape[-1]) // multiple) * multiple
+
+    def widen(t: Tensor) -> Tensor:  # no copy where the size already fits
+        return t if t.shape[-1] == size else F.pad(t, (0, size - t.shape[-1]))
+
+    return widen(q), widen(k), widen(v)
 
 
 def applies(components) -> bool:
@@ -36,12 +57,8 @@ def applies(components) -> bool:
 def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
     """q, k (B, H, n, dq) of ``scores``; v (B, H, n, dh); logits ``q k^T`` with no further scaling.
     Returns (B, H, n, dh)."""
-    q, k = scores.q, scores.k
-    dh, dq = v.shape[-1], q.shape[-1]
-    if dq != dh:  # the fused CPU kernel needs one head size for q, k and v
-        v = F.pad(v, (0, dq - dh)) if dq > dh else v
-        if dq < dh:
-            q, k = F.pad(q, (0, dh - dq)), F.pad(k, (0, dh - dq))
+    dh = v.shape[-1]
+    q, k, v = fold(scores.weighted_q(), scores.k, v)  # the fused CPU kernel needs one head size for q, k and v
     allowed, empty = (None, None) if padding is None else allowed_keys(padding, causal, q.shape[2])
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout if training else 0.0,
                                          is_causal=causal and allowed is None, scale=1.0)

@@ -1,14 +1,16 @@
 """``fused_bias``: fused attention plus a batch-shared additive term that is learned (``w * R`` of random mixtures).
 
 Forward: the fused CPU flash kernel (a private aten op) with ``w * R`` as a float mask, which also
-gives each row's log-sum-exp. The kernel gives no gradient for its mask, and its own backward would
-need a second pass for it, so the backward is ``blockwise.attention_backward``: one pass over query
-blocks that recomputes the probabilities from the saved log-sum-exp and gives dq, dk, dv and the
-batch-summed gradient of the term together. Measured on the random+vanilla layer (forward+backward,
-batch 8, d_model 512, 8 heads, 2 threads, interleaved medians, ratios to the plain sdpa layer): the
-kernel's backward plus a blockwise pass for the term 1.81x / 2.76x at seq 1024 / 2048, this pass
-1.51x / 1.88x (with 16M-element blocks; 8M blocks cost a little speed for less memory, see
-``blockwise.BLOCK_ELEMENTS``). The kernel's forward stays: blockwise's forward took 3x as long.
+gives each row's log-sum-exp; the mask is made for that call only. The kernel gives no gradient for
+its mask, and its own backward would need a second pass for it, so the backward is
+``blockwise.attention_backward``: one pass over blocks of query rows, one example at a time, that
+recomputes the probabilities from the saved log-sum-exp and gives dq, dk, dv, the terms' gradients
+(R's summed over the batch) and the mixture weights' gradients together. Measured on the idle
+machine (forward+backward, batch 8, d_model 512, 8 heads, 2 threads, ratios to the plain sdpa layer
+of the same run): random+vanilla 1.18x / 1.34x at seq 1024 / 2048, random+dense 1.07x / 1.37x
+(the kernel's own backward plus a pass for R: 1.81x / 2.76x for random+vanilla, and slower for
+random+dense as well once this pass took one example at a time). The kernel's forward stays:
+blockwise's forward takes longer.
 
 Key padding rides along as one extra feature (``q' = [q, 1]``, ``k' = [k, m if padded else 0]`` with
 ``m = masks.finite_masked_logit``), so no per-example mask exists.
@@ -26,13 +28,13 @@ import functools
 import warnings
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ..forms import BIAS, FEATURES
-from ..masks import MASKED, allowed_keys, causal_mask, finite_masked_logit
-from .blockwise import attention_backward, bias_gradient, blockwise_attention, blockwise_forward
-from .scores import Scores
+from ..masks import allowed_keys, masked_bias
+from .blockwise import attention_backward, blockwise_attention, blockwise_forward, unflatten, wanted_terms
+from .fused import fold
+from .scores import Scores, Terms, as_terms, bias_rows
 
 NAME = "fused_bias"
 NEEDS = "features"
@@ -100,29 +102,21 @@ def _warn_fallback(dtype: torch.dtype) -> None:
                   "running the blockwise forward instead (slower, same results)", RuntimeWarning, stacklevel=3)
 
 
-def _fold(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-    """One head size for q, k and v (the kernel's condition), padding as an extra key feature."""
-    if padding is not None:
-        q = torch.cat([q, q.new_ones(q.shape[:-1] + (1,))], dim=-1)
-        masked = finite_masked_logit(k.dtype)
-        key_feature = torch.zeros(padding.shape, dtype=k.dtype, device=k.device).masked_fill(padding, masked)
-        k = torch.cat([k, key_feature[:, None, :, None].expand(-1, k.shape[1], -1, -1)], dim=-1)
-    size = max(q.shape[-1], v.shape[-1])
-
-    def widen(t: Tensor) -> Tensor:  # no copy where the size already fits
-        return t if t.shape[-1] == size else F.pad(t, (0, size - t.shape[-1]))
-
-    return widen(q), widen(k), widen(v)
+def _mask(terms: Terms, n: int, causal: bool) -> Tensor:
+    """The kernel's float mask (1, H, n, n): the terms' sum, -inf above the diagonal when causal. Made
+    for one call and dropped: the backward forms its rows again block by block."""
+    return masked_bias(bias_rows(terms, 0, n, n), causal).unsqueeze(0)
 
 
-def fused_forward(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, padding: Tensor | None,
-                  causal: bool) -> tuple[Tensor, Tensor]:
+def fused_forward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, padding: Tensor | None,
+                  causal: bool, q_weight: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The output (B, H, n, dv) and each row's log-sum-exp (B, H, n), +inf on rows without a key
     (what ``blockwise.attention_backward`` takes), from the fused kernel."""
     n, dv = q.shape[2], v.shape[-1]
-    mask = bias.masked_fill(causal_mask(n, n, q.device), MASKED) if causal else bias
-    qf, kf, vf = _fold(q, k, v, padding)
-    out, lse = _kernel()(qf, kf, vf, 0.0, False, attn_mask=mask.unsqueeze(0), scale=1.0)[:2]
+    if q_weight is not None:  # a copy for this call only: the backward weights q per block
+        q = q * q_weight.reshape(-1, 1, 1)
+    qf, kf, vf = fold(q, k, v, padding)
+    out, lse = _kernel()(qf, kf, vf, 0.0, False, attn_mask=_mask(terms, n, causal), scale=1.0)[:2]
     out = out[..., :dv]
     if padding is not None:  # rows without a real key: zeros, as in the reference
         empty = allowed_keys(padding, causal, n)[1]  # (B, 1, n|1, 1)
@@ -131,57 +125,46 @@ def fused_forward(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, padding: Tensor
     return out, lse
 
 
+_TERMS_FROM = 7  # the index of w_0 among _FusedBiasAttention's inputs
+
+
 class _FusedBiasAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, bias, padding, causal, fused):
-        # Batch-shared features (dense's k, zero strides): the kernel's own backward plus a pass for
-        # the bias measured faster there (random+dense, seq 1024: 1.80x the plain layer against 2.09x).
-        ctx.kernel_backward = fused and 0 in k.stride()
-        if ctx.kernel_backward:
-            n, dv = q.shape[2], v.shape[-1]
-            mask = bias.masked_fill(causal_mask(n, n, q.device), MASKED) if causal else bias
-            qf, kf, vf = _fold(q, k, v, padding)
-            full, lse = _kernel()(qf, kf, vf, 0.0, False, attn_mask=mask.unsqueeze(0), scale=1.0)[:2]
-            empty = allowed_keys(padding, causal, n)[1] if padding is not None else None
-            out = full[..., :dv] if empty is None else full[..., :dv].masked_fill(empty, 0.0)
-            ctx.save_for_backward(q, k, v, bias, padding, qf, kf, vf, full, lse, mask, empty)
+    def forward(ctx, q, k, v, padding, causal, fused, q_weight, *flat_terms):
+        terms = unflatten(flat_terms)
+        if fused:
+            out, lse = fused_forward(q, k, v, terms, padding, causal, q_weight)
         else:
-            forward = fused_forward if fused else blockwise_forward
-            out, lse = forward(q, k, v, bias, padding, causal)
-            ctx.save_for_backward(q, k, v, bias, padding, out, lse)
+            out, lse = blockwise_forward(q, k, v, terms, padding, causal, q_weight=q_weight)
+        ctx.save_for_backward(q, k, v, padding, out, lse, q_weight, *flat_terms)
         ctx.causal = causal
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        if ctx.kernel_backward:
-            q, k, v, bias, padding, qf, kf, vf, full, lse, mask, empty = ctx.saved_tensors
-            grad = F.pad(grad_out, (0, vf.shape[-1] - grad_out.shape[-1]))
-            if empty is not None:
-                grad = grad.masked_fill(empty, 0.0)
-            dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
-                grad.contiguous(), qf, kf, vf, full, lse, 0.0, False, attn_mask=mask.unsqueeze(0), scale=1.0)
-            dbias = (bias_gradient(q, k, v, bias, padding, ctx.causal, grad[..., : v.shape[-1]])
-                     if ctx.needs_input_grad[3] else None)
-            d = q.shape[-1]
-            return dq[..., :d], dk[..., :d], dv[..., : v.shape[-1]], dbias, None, None, None
-        q, k, v, bias, padding, out, lse = ctx.saved_tensors
-        dq, dk, dv, dbias = attention_backward(q, k, v, bias, padding, ctx.causal, out, lse, grad_out,
-                                               bias_grad=ctx.needs_input_grad[3])
-        return dq, dk, dv, dbias, None, None, None
+        q, k, v, padding, out, lse, q_weight, *flat_terms = ctx.saved_tensors
+        terms = unflatten(flat_terms)
+        wanted = wanted_terms(ctx.needs_input_grad, _TERMS_FROM, len(terms))
+        dq, dk, dv, dq_weight, term_grads = attention_backward(q, k, v, terms, padding, ctx.causal, out, lse, grad_out,
+                                                               wanted=wanted, q_weight=q_weight)
+        return dq, dk, dv, None, None, None, dq_weight, *term_grads
 
 
-def fused_bias_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, padding: Tensor | None, causal: bool) -> Tensor:
-    """q, k (B, H, n, dq); v (B, H, n, dv); bias (H, n, n) -> (B, H, n, dv). Logits ``q k^T + bias``, unscaled."""
+def fused_bias_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | Terms, padding: Tensor | None,
+                         causal: bool, q_weight: Tensor | None = None) -> Tensor:
+    """q, k (B, H, n, dq); v (B, H, n, dv); bias (H, n, n) or bias terms ((w_c or None, B_c (H, n, n)), ...);
+    q_weight: the features' mixture weight (1 or H values) or None -> (B, H, n, dv). Logits
+    ``q_weight * q k^T + bias``, unscaled."""
+    terms = as_terms(bias)
     if q.shape[2] == 0:  # the CPU kernel dies (SIGFPE) on an empty sequence; the blockwise loop just runs 0 times
-        return blockwise_attention(q, k, v, bias, padding, causal)
+        return blockwise_attention(q, k, v, terms, padding, causal, q_weight=q_weight)
     fused = available(q.device, q.dtype)
     if not fused:
         _warn_fallback(q.dtype)
-    return _FusedBiasAttention.apply(q, k, v, bias, padding, causal, fused)
+    return _FusedBiasAttention.apply(q, k, v, padding, causal, fused, q_weight, *(t for term in terms for t in term))
 
 
 def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
-    """q, k (B, H, n, dq) and bias (H, n, n) of ``scores``; v (B, H, n, dv) -> (B, H, n, dv).
-    No dropout (see ``runs``)."""
-    return fused_bias_attention(scores.q, scores.k, v, scores.bias, padding, causal)
+    """q, k (B, H, n, dq), the features' weight and the bias terms of ``scores``; v (B, H, n, dv) ->
+    (B, H, n, dv). No dropout (see ``runs``)."""
+    return fused_bias_attention(scores.q, scores.k, v, scores.terms, padding, causal, scores.q_weight)

@@ -108,12 +108,12 @@ class _SharedSoftmaxProduct(torch.autograd.Function):
 
 
 def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
-    """``scores.bias`` (H, n, n) shared by the batch, v (B, H, n, dh) -> (B, H, n, dh).
+    """``scores.bias()`` (H, n, n) shared by the batch, v (B, H, n, dh) -> (B, H, n, dh).
 
     With dropout, one dropout mask per head is shared by the batch (the price of never building
     per-example weights); ``impl="reference"`` drops per example.
     """
-    logits = scores.bias
+    logits = scores.bias()
     b, h, n, dh = v.shape
     keep = None
     if padding is not None:

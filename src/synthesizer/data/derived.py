@@ -1,0 +1,87 @@
+"""Derived corpora: built on load, deterministically, from a built-in corpus (no seed, no extra files).
+
+Like the generated corpora (``generated.py``), each is a built-in corpus name that ``load_corpus``
+builds instead of reading: every machine gets the same examples, the config schema is unchanged, and
+data.json records the derived rows' content hashes and an origin naming the source corpus and its
+folder, like any other corpus.
+
+**bible-en-es-pairs** (text-pair classification, labels ``not_translation`` / ``translation``): a
+cross-lingual paraphrase-detection task in the style of MRPC and QQP (GLUE's sentence-pair tasks),
+built from the verse-aligned Bible (``bible-en-es``, KJV and Reina-Valera 1909). For every verse i of
+a split, in file order, two examples: ``(english_i, spanish_i, translation)`` and
+``(english_i, spanish_j, not_translation)``, where j is another verse of the same split among the
+``NEIGHBOURS`` verses on either side whose Spanish length (in characters) is closest to
+``spanish_i``'s (ties: the nearer verse, then the earlier; a verse whose Spanish equals
+``spanish_i`` is never taken).
+
+Why it is sound:
+
+* balanced by construction: one positive and one negative per English verse, side by side, so a
+  prefix (``data.limit``) of even size stays balanced; the majority class scores 50%;
+* the negative comes from a nearby verse: same book and chapter, so the same names, places and
+  style, and a length close to the true translation's. Topic words, names and length, which would
+  give a random negative away, are weak cues; a model has to match the content of the two sides;
+* each split is built from that split alone (the source splits are separate books), so no verse,
+  English or Spanish, crosses from train into valid or test;
+* every English verse appears once with its translation and once without it, so the English side
+  alone says nothing about the label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .records import Corpus
+
+NEIGHBOURS = 5  # verses on each side a negative may come from
+PAIR_LABELS = ("not_translation", "translation")
+
+
+def translation_pairs(rows: list[dict], neighbours: int = NEIGHBOURS) -> list[dict]:
+    """Balanced ``{"text", "text_pair", "label"}`` rows (label 1: ``target`` translates ``source``)
+    from one split of translation rows ``{"source", "target"}``, in their order (module docstring)."""
+    if len(rows) < 2:
+        raise ValueError(f"a translation split needs at least 2 pairs to draw negatives from, got {len(rows)}")
+    out = []
+    for i, row in enumerate(rows):
+        j = _negative(rows, i, neighbours)
+        out.append({"text": row["source"], "text_pair": row["target"], "label": 1})
+        out.append({"text": row["source"], "text_pair": rows[j]["target"], "label": 0})
+    return out
+
+
+def _negative(rows: list[dict], i: int, neighbours: int) -> int:
+    """The verse near ``i`` whose target is another text of the closest length (see the module docstring)."""
+    target = rows[i]["target"]
+    for reach in (neighbours, len(rows)):  # a split of repeated texts: look further
+        near = [j for d in range(1, reach + 1) for j in (i - d, i + d)
+                if 0 <= j < len(rows) and rows[j]["target"] != target]
+        if near:
+            return min(near, key=lambda j: (abs(len(rows[j]["target"]) - len(target)), abs(j - i), j))
+    raise ValueError(f"translation split has no target other than {target[:40]!r}: cannot draw a negative")
+
+
+@dataclass(frozen=True)
+class DerivedCorpus:
+    """A built-in corpus made on load from ``source`` (a built-in corpus) by ``build`` per split."""
+
+    source: str
+    task: str
+    build: Callable[[list], list]
+    label_names: tuple[str, ...] | None
+    how: str  # for the origin line in data.json
+
+
+DERIVED: dict[str, DerivedCorpus] = {
+    "bible-en-es-pairs": DerivedCorpus("bible-en-es", "classification", translation_pairs, PAIR_LABELS,
+                                       f"verse pairs, negatives from the {NEIGHBOURS} nearest verses"),
+}
+
+
+def derive_corpus(name: str, source: Corpus) -> Corpus:
+    """The derived corpus ``name`` (one of ``DERIVED``) built from its loaded ``source`` corpus, split by split."""
+    spec = DERIVED[name]
+    splits = {split: spec.build(rows) for split, rows in source.splits.items()}
+    labels = list(spec.label_names) if spec.label_names is not None else None
+    return Corpus(name, spec.task, splits, labels, f"derived from {spec.source} ({spec.how}): {source.origin}")

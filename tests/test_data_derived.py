@@ -1,0 +1,56 @@
+"""Derived corpora: the Bible translation-pair task (balanced, nearby negatives, no leak across splits)."""
+
+import pytest
+
+from synthesizer.data.derived import DERIVED, NEIGHBOURS, translation_pairs
+from synthesizer.data.provenance import data_provenance
+from synthesizer.data.records import DataError
+from synthesizer.data.sources import load_corpus
+
+
+def rows(targets):
+    return [{"source": f"en {i}", "target": t} for i, t in enumerate(targets)]
+
+
+def test_one_positive_and_one_nearby_negative_per_verse():
+    split = rows(["aaaa", "bb", "cccc", "dddddddddddd", "eeee", "ff", "g", "hhhh", "iiii", "jj", "k", "llll", "mmm"])
+    out = translation_pairs(split)
+    assert len(out) == 2 * len(split)
+    assert [r["label"] for r in out] == [1, 0] * len(split)
+    for i, (pos, neg) in enumerate(zip(out[::2], out[1::2])):
+        assert pos == {"text": f"en {i}", "text_pair": split[i]["target"], "label": 1}
+        assert neg["text"] == f"en {i}" and neg["text_pair"] != split[i]["target"]
+        j = next(k for k, r in enumerate(split) if r["target"] == neg["text_pair"])
+        assert 0 < abs(j - i) <= NEIGHBOURS
+    # among the near verses, the closest Spanish length wins, then the nearer verse
+    assert out[1]["text_pair"] == "cccc"            # verse 0: "cccc" (2 away) ties "eeee" (4 away) on length
+    assert out[7]["text_pair"] == "cccc"            # verse 3: "cccc" and "eeee" tie on length and distance: the earlier
+
+
+def test_a_repeated_target_is_never_its_own_negative():
+    out = translation_pairs(rows(["same", "same", "same", "other"]))
+    assert all(r["text_pair"] == "other" for r in out[1::2][:3])
+    with pytest.raises(ValueError, match="at least 2 pairs"):
+        translation_pairs(rows(["only"]))
+
+
+def test_bible_pairs_from_the_shared_data():
+    try:
+        corpus = load_corpus("bible-en-es-pairs")
+        source = load_corpus("bible-en-es")
+    except DataError as e:
+        pytest.skip(f"shared data not available: {e}")
+    assert corpus.task == "classification" and corpus.label_names == ["not_translation", "translation"]
+    for split in ("train", "valid", "test"):
+        rows_ = corpus.splits[split]
+        assert len(rows_) == 2 * len(source.splits[split])
+        assert sum(r["label"] for r in rows_) * 2 == len(rows_)        # balanced
+        spanish = {r["target"] for r in source.splits[split]}
+        assert {r["text_pair"] for r in rows_} <= spanish               # negatives from the same split only
+    train_es = {r["text_pair"] for r in corpus.splits["train"]}
+    assert not train_es & {r["text_pair"] for r in corpus.splits["test"]}
+    # recorded like any corpus: content hashes and an origin naming the source
+    prov = data_provenance(corpus)
+    assert prov["name"] == "bible-en-es-pairs" and prov["origin"].startswith("derived from bible-en-es")
+    assert load_corpus("bible-en-es-pairs", limit=10).splits["valid"] == corpus.splits["valid"][:10]
+    assert "bible-en-es-pairs" in DERIVED

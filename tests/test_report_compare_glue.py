@@ -1,0 +1,122 @@
+"""The glue preset: pretraining runs first, fine-tuning runs from them, the GLUE-style average and claim 7."""
+
+import json
+
+import pytest
+
+from synthesizer.report.claims import GLUE_DATA, GLUE_TASK, evaluate_claims
+from synthesizer.report.compare import glue_average, run_comparison
+from synthesizer.report.presets import PRESETS, task_overrides
+from synthesizer.report.tables import build_groups
+from synthesizer.tasks.config import ExperimentConfig
+
+SCORE = {"vanilla": 0.80, "random": 0.70, "random+vanilla": 0.85}
+
+
+def config_fn(name, overrides):
+    return ExperimentConfig.from_file(name, overrides)  # the real configs and overrides: all must be valid
+
+
+class FakeRunner:
+    """Records the calls in order; fine-tuning "scores" depend on the kind, per-example 0/1 values match them."""
+
+    def __init__(self, fail=()):
+        self.calls, self.fail = [], set(fail)
+
+    def __call__(self, cfg, out_dir, resume=False, progress=True):
+        kind = cfg.attention
+        self.calls.append((cfg.task, kind, cfg.seed, cfg.init_from))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if cfg.task == "pretrain":
+            if kind in self.fail:
+                raise RuntimeError(f"boom in {kind}")
+            result = {"task": "pretrain", "data": "+".join(cfg.data["corpora"]), "attention": kind, "seed": cfg.seed,
+                      "test_metrics": {"loss": 3.0}, "primary_metric": "loss", "higher_is_better": False,
+                      "curve": [], "steps": 5, "diverged": False}
+        else:
+            n = 100 if cfg.data["corpus"] == "spam" else 50
+            correct = round(SCORE.get(kind, 0.6) * n)
+            result = {"task": cfg.task, "data": cfg.data["corpus"], "attention": kind, "seed": cfg.seed,
+                      "test_metrics": {"accuracy": correct / n, "f1": 0.5}, "primary_metric": "accuracy",
+                      "higher_is_better": True, "baselines": {"majority_accuracy": 0.5}, "steps": 5,
+                      "diverged": False, "params": {"total": 100, "attention_logits": 10}, "train_time_s": 1.0,
+                      "per_example": {"metric": "accuracy", "kind": "accuracy",
+                                      "values": [1] * correct + [0] * (n - correct)},
+                      "init_from": {"run_dir": cfg.init_from}}
+        (out_dir / "result.json").write_text(json.dumps(result))
+        return result
+
+
+def run(tmp_path, runner, **kw):
+    lines = []
+    results = run_comparison("glue", "quick", kinds=["vanilla", "random", "random+vanilla"], baselines=[], out=tmp_path,
+                             run_fn=runner, config_fn=config_fn, heatmaps=False, log=lines.append, **kw)
+    return results, lines
+
+
+def test_pretraining_runs_first_then_every_task_fine_tunes_from_its_own(tmp_path):
+    runner = FakeRunner()
+    results, lines = run(tmp_path, runner)
+    pre = [c for c in runner.calls if c[0] == "pretrain"]
+    assert runner.calls[: len(pre)] == pre and len(pre) == 3  # all pretraining before any fine-tuning
+    key = "pretrain-rotten-tomatoes+spam+bible-en-es+sotu-subset"
+    for task, kind, seed, init_from in runner.calls[len(pre):]:
+        assert task == "classification"
+        assert init_from == str((tmp_path / "runs" / key / kind / f"seed{seed}").resolve())
+    assert len(runner.calls) == 3 + 3 * 3
+    assert {(r["attention"], r["run_dir"]) for r in results["pretraining"]} == \
+        {(k, f"runs/{key}/{k}/seed0") for k in ("vanilla", "random", "random+vanilla")}
+    # the pretraining runs are no task of the report; the average is one
+    groups = {g.key: g for g in build_groups(results["runs"])}
+    assert set(groups) == {"classification-rotten-tomatoes", "classification-spam",
+                           "classification-bible-en-es-pairs", f"{GLUE_TASK}-{GLUE_DATA}"}
+    avg = groups[f"{GLUE_TASK}-{GLUE_DATA}"]
+    assert avg.row("random+vanilla").metric_mean == pytest.approx(0.85, abs=0.01)  # 42/50, 85/100, 42/50
+    assert avg.row("random").metric_mean == pytest.approx(0.70)
+    assert results["labels"][f"{GLUE_TASK}-{GLUE_DATA}"].startswith("GLUE-style average over 3")
+    assert (tmp_path / "report.md").is_file()
+    # run again: everything is read back, nothing trained
+    again = FakeRunner()
+    run(tmp_path, again)
+    assert again.calls == []
+
+
+def test_a_failed_pretraining_fails_its_fine_tuning_runs_without_starting_them(tmp_path):
+    runner = FakeRunner(fail={"random"})
+    results, lines = run(tmp_path, runner)
+    assert not [c for c in runner.calls if c[0] == "classification" and c[1] == "random"]
+    failed = [r for r in results["runs"] if r["attention"] == "random"]
+    assert len(failed) == 4 and all("boom in random" in r["error"] for r in failed)  # 3 tasks + their average
+
+
+def test_the_average_weights_each_task_once_and_keeps_a_bootstrap():
+    def part(data, correct, n):
+        return {"task": "classification", "data": data, "primary_metric": "accuracy", "diverged": False,
+                "test_metrics": {"accuracy": correct / n}, "baselines": {"majority_accuracy": 0.5},
+                "per_example": {"metric": "accuracy", "kind": "accuracy", "values": [1] * correct + [0] * (n - correct)}}
+    record = glue_average([part("a", 90, 100), part("b", 5, 10)], "vanilla", 0)
+    assert record["test_metrics"]["accuracy"] == (0.9 + 0.5) / 2
+    values = record["per_example"]["values"]
+    assert len(values) == 110 and abs(sum(values) / len(values) - 0.7) < 1e-9
+    assert record["baselines"] == {"majority_accuracy": 0.5}
+
+
+def test_claim7_is_judged_on_the_average_when_there_is_one(tmp_path):
+    results, _ = run(tmp_path, FakeRunner())
+    v7 = next(v for v in evaluate_claims(build_groups(results["runs"])) if v.number == 7)
+    assert v7.rule.startswith("On the GLUE-style average")
+    assert v7.checks and all(c.text.startswith(f"{GLUE_TASK}-{GLUE_DATA}") for c in v7.checks)
+    # random loses 50% of vanilla's gain (0.70 vs 0.80, trivial 0.5): clearly behind; random+vanilla best
+    assert v7.verdict == "supports"
+
+
+def test_the_preset_configs_fit_together():
+    spec = PRESETS["glue"]
+    pre = ExperimentConfig.from_file(spec.pretrain.config, task_overrides(spec.pretrain, "quick"))
+    for size in ("quick", "full"):
+        pre = ExperimentConfig.from_file(spec.pretrain.config, task_overrides(spec.pretrain, size))
+        for task in spec.tasks:
+            cfg = ExperimentConfig.from_file(task.config, task_overrides(task, size))
+            for key in ("d_model", "n_heads", "n_layers", "d_ff"):
+                assert cfg.model[key] == pre.model[key], (size, task.config, key)
+            assert cfg.model["max_len"] <= pre.model["max_len"]
