@@ -15,7 +15,10 @@ synthesizer compare --preset dialogue --size quick --steps 400 --jobs 2 --out $o
 synthesizer compare --preset mt --size quick --steps 1200 --jobs 2 --out $out/mt-1200
 synthesizer compare --preset classification --size quick --seeds 3 --jobs 2 --out $out/classification
 synthesizer compare --preset dialogue --size quick --steps 400 --seeds 2 --jobs 2 --out $out/dialogue
-for name in lm summarization dialogue classification; do
+synthesizer compare --preset lm --size standard --seeds 3 --jobs 2 --out $out/lm-standard
+synthesizer compare --render $out/lm --out docs/results/lm-quick
+synthesizer compare --render $out/lm-standard --out docs/results/lm
+for name in summarization dialogue classification; do
   synthesizer compare --render $out/$name --out docs/results/$name
 done
 synthesizer compare --render $out/mt-1200 --out docs/results/mt
