@@ -106,13 +106,23 @@ PRESETS: dict[str, Preset] = {
                                         "model.d_ff=256", "model.max_len=64", "batch.max_len=64",
                                         "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
                                         "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
-                   "sentiment (Rotten Tomatoes)"),
+                   "sentiment (Rotten Tomatoes)",
+                   # standard, measured: vanilla at the quick size, 1000 steps, peaked at step 400 (validation
+                   # accuracy 0.724 against the majority class's 0.585) and overfitted after it
+                   standard=("data.limit=6000", "tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256",
+                             "model.max_len=64", "batch.max_len=64", "batch.max_tokens=2048", "train.max_steps=400",
+                             "train.lr=3e-3", "train.warmup_steps=40", "train.eval_every=50", "train.log_every=10")),
         # no data.limit: the spam train file lists every ham e-mail first, so a prefix has no spam
         PresetTask("cls-spam-small", ("tokenizer.vocab_size=2000", "model.d_model=64",
                                       "model.d_ff=256", "model.max_len=128", "batch.max_len=128",
                                       "batch.max_tokens=4096", "train.max_steps=120", "train.lr=2e-3",
                                       "train.warmup_steps=12", "train.eval_every=40", "train.log_every=10"),
-                   "spam (SpamAssassin)"),
+                   "spam (SpamAssassin)",
+                   # standard, measured: vanilla at the quick size, 600 steps, peaked at steps 180-360 (validation
+                   # accuracy 0.978 against the majority class's 0.685)
+                   standard=("tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256", "model.max_len=128",
+                             "batch.max_len=128", "batch.max_tokens=4096", "train.max_steps=300", "train.lr=2e-3",
+                             "train.warmup_steps=30", "train.eval_every=30", "train.log_every=10")),
     ), baselines=("linformer", "none")),
 }
 
