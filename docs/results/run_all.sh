@@ -18,7 +18,10 @@ synthesizer compare --preset dialogue --size quick --steps 400 --seeds 2 --jobs 
 synthesizer compare --preset lm --size standard --seeds 3 --jobs 2 --out $out/lm-standard
 synthesizer compare --render $out/lm --out docs/results/lm-quick
 synthesizer compare --render $out/lm-standard --out docs/results/lm
-for name in summarization dialogue classification; do
+synthesizer compare --preset classification --size standard --seeds 3 --jobs 2 --out $out/classification-standard
+synthesizer compare --render $out/classification-standard --out docs/results/classification
+synthesizer compare --render $out/classification --out docs/results/classification-quick
+for name in summarization dialogue; do
   synthesizer compare --render $out/$name --out docs/results/$name
 done
 synthesizer compare --render $out/mt-1200 --out docs/results/mt
