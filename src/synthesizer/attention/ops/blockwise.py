@@ -42,10 +42,6 @@ def applies(components) -> bool:
     return FEATURES in forms and forms <= {FEATURES, BIAS}
 
 
-def _block_size(b: int, h: int, n: int) -> int:
-    return max(16, min(n, BLOCK_ELEMENTS // max(1, b * h * n)))
-
-
 def _dropout_keep(shape: torch.Size, p: float, seed: int, device: torch.device) -> Tensor:
     """The same keep-mask (scaled by 1/(1-p)) for a given seed in forward and backward."""
     gen = torch.Generator(device=device).manual_seed(seed)
