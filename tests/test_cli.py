@@ -223,12 +223,14 @@ def test_generate_blank_inputs(runs, tmp_path, capsys):
         code, out, _ = run_cli(["generate", "--run", str(runs[run]), "--input", str(inputs), "--max-new-tokens", "6",
                                 *extra], capsys)
         lines = out.split("\n")
-        assert code == 0 and len(lines) == 4 and lines[1] == "" and lines[0] and lines[2] and lines[3] == ""
+        assert code == 0 and len(lines) == 4 and lines[1] == "" and lines[3] == ""
+        if run == "classification":  # a label for every text (a 2-step translation model may stop at once)
+            assert lines[0] and lines[2]
     code, out, _ = run_cli(["generate", "--run", str(runs["translation"]), "--prompt", "", "--max-new-tokens", "6"],
                            capsys)
     assert code == 0 and out == "\n"
     code, out, _ = run_cli(["generate", "--run", str(runs["lm"]), "--prompt", "", "--max-new-tokens", "5"], capsys)
-    assert code == 0 and out.count("\n") == 1 and out == out.lstrip()
+    assert code == 0 and out.count("\n") == 1 and out[:-1] == out[:-1].lstrip()  # may be empty: a 2-step model
 
 
 def test_generate_names_the_failing_input_line_and_keeps_the_outputs_before_it(runs, tmp_path, capsys):

@@ -21,11 +21,11 @@ def curve(last_quarter_drop, start=4.0, steps=STEPS):
 
 
 def rec(kind, value, seed=0, *, task="lm", data="d", metric="perplexity", higher=False, baselines=None, drop=0.01,
-        steps=STEPS):
+        steps=STEPS, start=4.0):
     return {"task": task, "data": data, "attention": kind, "seed": seed, "primary_metric": metric,
             "higher_is_better": higher, "test_metrics": {metric: value},
             "params": {"total": 1000, "attention_logits": 100}, "train_tokens_per_s": 1000.0, "train_time_s": 10.0,
-            "steps": steps, "diverged": False, "curve": curve(drop, steps=steps),
+            "steps": steps, "diverged": False, "curve": curve(drop, start=start, steps=steps),
             "baselines": {"unigram_perplexity": 600.6} if baselines is None else baselines}
 
 
@@ -48,9 +48,9 @@ def learning(runs):
 
 def test_last_quarter_starts_at_the_eval_at_or_just_before_75_percent():
     points = [{"step": s, "valid_loss": v} for s, v in ((50, 5.0), (100, 4.5), (140, 4.0), (160, 3.0), (200, 3.9))]
-    assert curve_drop(points, 200) == (pytest.approx(0.1 / 4.0), 140, 200)  # 150 is 75%: the eval at 140
+    assert curve_drop(points, 200) == (pytest.approx(0.1 / 4.0), 140, 200, pytest.approx(0.1))  # 150 is 75%: the eval at 140
     assert curve_drop(points[:2] + [{"step": 150, "valid_loss": 4.0}] + points[3:], 200)[1] == 150  # at 75% itself
-    assert curve_drop([{"step": 125, "valid_loss": 2.0}, {"step": 250, "valid_loss": 1.0}], 250) == (0.5, 125, 250)
+    assert curve_drop([{"step": 125, "valid_loss": 2.0}, {"step": 250, "valid_loss": 1.0}], 250) == (0.5, 125, 250, 1.0)
     assert curve_drop([{"step": 200, "valid_loss": 2.0}], 200) is None  # one eval: nothing to compare
     assert curve_drop([{"step": 190, "valid_loss": 2.0}, {"step": 200, "valid_loss": 1.9}], 200) is None
 
@@ -77,6 +77,15 @@ def test_a_curve_still_falling_makes_the_claims_provisional_with_the_same_verdic
     assert falling.verdict == flat.verdict and [c.verdict for c in falling.checks] == [c.verdict for c in flat.checks]
     assert verdict_reason(falling).startswith("lm-d: provisional: vanilla still learning; random vs vanilla: loss ")
     assert "provisional" not in verdict_reason(flat)
+
+
+def test_a_solved_task_has_flattened_whatever_its_relative_fall():
+    """A diagnostic at 100% accuracy: the loss fell from 0.002 to 0.0005 (75%) but by 0.0015 nats."""
+    got = learning(seeds("vanilla", [300.0, 301.0, 299.0], drop=0.75, start=0.002))
+    assert got.flatness.drop == pytest.approx(0.75) and got.flatness.flattened and not got.still_learning
+    assert "(flattened: by 0.0015 nats, < 0.01: a loss near 0;" in got.curve_text()
+    # the same relative fall from a loss of order 1 is still learning
+    assert learning(seeds("vanilla", [300.0, 301.0, 299.0], drop=0.75)).still_learning
 
 
 def test_a_rising_curve_has_flattened_and_a_missing_one_is_said():

@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from transformers import GenerationMixin, PreTrainedModel
-from transformers import initialization as init
 from transformers.cache_utils import Cache, CacheLayerMixin
 from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithPast, CausalLMOutputWithPast,
                                            Seq2SeqLMOutput, SequenceClassifierOutput)
@@ -27,7 +26,7 @@ from ..attention.dense import DenseLogits, linear_init_
 from ..attention.factorized import FactorizedDenseLogits, FactorizedRandomLogits
 from ..attention.random import RandomLogits, xavier_per_head_
 from ..attention.synthesizer import SynthesizerAttention
-from ..models.blocks import Embeddings, fit_length, sinusoidal_table
+from ..models.blocks import Embeddings, fit_length
 from ..models.classifier import Classifier
 from ..models.lm import LanguageModel
 from ..models.seq2seq import EncoderDecoder
@@ -176,11 +175,10 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, Embeddings):
-            if getattr(module, "sinusoid", None) is not None:
-                table = sinusoidal_table(*module.sinusoid.shape)
-                module.sinusoid.copy_(table.to(module.sinusoid.device, module.sinusoid.dtype))
-        elif isinstance(module, nn.Embedding):
-            init.normal_(module.weight, std=0.02)
+            if _fresh(module.token.weight):
+                module.reset_parameters()  # the project's rule (token scale); the sinusoids come with it
+            else:
+                module.reset_sinusoid()
         elif isinstance(module, (nn.Linear, nn.LayerNorm)):
             if _fresh(module.weight):
                 module.reset_parameters()  # torch's default, which the project's layers keep

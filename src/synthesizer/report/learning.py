@@ -5,7 +5,9 @@ closing summary and the claims (whose reasons say "provisional" where either fac
   eval records of each run's ``curve``: from the eval at or just before ``LAST_QUARTER`` (75%) of the run's
   steps to its last eval, ``(loss_start - loss_last) / |loss_start|``, the mean over vanilla's seeds. Below
   ``FLAT_DROP`` (2%) the curve has flattened; above it vanilla is still learning and every verdict on the
-  task is provisional (a longer run could change it).
+  task is provisional (a longer run could change it). A loss that fell by less than ``FLAT_NATS`` (0.01
+  nats) has flattened too, whatever its relative fall: a solved task (a diagnostic at 100% accuracy) has a
+  loss near 0, where a fall from 0.002 to 0.0005 is 75% of it and changes no prediction.
 * **Margins**: vanilla's test score against each trivial predictor the records hold (``baselines``: the
   unigram model for perplexity, copying the source for generation, the majority class for accuracy), in
   raw units and with the 95% interval of the claims (a t-interval over 3 or more seeds; for the task's own
@@ -29,6 +31,7 @@ from .tables import Group
 
 LAST_QUARTER = 0.75        # the last quarter starts at the eval at or just before 75% of the steps
 FLAT_DROP = 0.02           # a smaller relative fall of the validation loss: flattened
+FLAT_NATS = 0.01           # or a smaller absolute fall (nats): a loss already near 0
 # the margin over a trivial predictor the task asks for, by (task, metric), in the metric's units
 MIN_MARGINS = {("translation", "bleu"): 3.0}
 # a trivial predictor's name by the prefix of its ``baselines`` key (claims.TRIVIAL_NAMES first)
@@ -50,15 +53,20 @@ class Flatness:
     start: int                # the steps it runs between (first seed)
     end: int
     seeds: int
+    nats: float = math.inf    # absolute fall (mean over seeds)
 
     @property
     def flattened(self) -> bool:
-        return self.drop < FLAT_DROP
+        return self.drop < FLAT_DROP or self.nats < FLAT_NATS
 
     def text(self) -> str:
         moved = f"fell {self.drop:.1%}" if self.drop >= 0 else f"rose {-self.drop:.1%}"
-        state = (f"flattened: < {FLAT_DROP:.0%}" if self.flattened
-                 else "still learning: verdicts on this task are provisional")
+        if self.drop < FLAT_DROP:
+            state = f"flattened: < {FLAT_DROP:.0%}"
+        elif self.flattened:
+            state = f"flattened: by {self.nats:.2g} nats, < {FLAT_NATS:g}: a loss near 0"
+        else:
+            state = "still learning: verdicts on this task are provisional"
         over = f"steps {self.start} to {self.end}" + (f", mean over {self.seeds} seeds" if self.seeds > 1 else "")
         return f"vanilla's validation loss {moved} over the last quarter of training ({state}; {over})"
 
@@ -167,9 +175,9 @@ def _sentence(text: str) -> str:
     return text if text.endswith(".") else f"{text}."
 
 
-def curve_drop(curve: list[dict], steps: int | None = None) -> tuple[float, int, int] | None:
-    """(relative fall, start step, end step) of ``valid_loss`` over the last quarter of a run of ``steps``
-    steps (default: its last eval); None without an eval at or before 75% of them and a later one."""
+def curve_drop(curve: list[dict], steps: int | None = None) -> tuple[float, int, int, float] | None:
+    """(relative fall, start step, end step, absolute fall) of ``valid_loss`` over the last quarter of a run
+    of ``steps`` steps (default: its last eval); None without an eval at or before 75% of them and a later one."""
     points = sorted((int(p["step"]), float(p["valid_loss"])) for p in curve or []
                     if isinstance(p.get("valid_loss"), (int, float)) and math.isfinite(p["valid_loss"]))
     if len(points) < 2:
@@ -179,7 +187,7 @@ def curve_drop(curve: list[dict], steps: int | None = None) -> tuple[float, int,
     if not before or before[-1][1] == 0:
         return None
     (start, first), (end, last) = before[-1], points[-1]
-    return (first - last) / abs(first), start, end
+    return (first - last) / abs(first), start, end, first - last
 
 
 def _flatness(runs: list[dict]) -> Flatness | str:
@@ -189,7 +197,8 @@ def _flatness(runs: list[dict]) -> Flatness | str:
             return "no validation curve recorded for vanilla"
         return ("vanilla's validation curve has too few evaluations to tell whether it flattened (it needs one at "
                 f"or before {LAST_QUARTER:.0%} of the steps and a later one)")
-    return Flatness(statistics.fmean(d[0] for d in drops), drops[0][1], drops[0][2], len(drops))
+    return Flatness(statistics.fmean(d[0] for d in drops), drops[0][1], drops[0][2], len(drops),
+                    statistics.fmean(d[3] for d in drops))
 
 
 def predictor_name(key: str) -> str:

@@ -132,19 +132,31 @@ PRESETS: dict[str, Preset] = {
 # split is an i.i.d. sample, so data.limit is fair here.
 _QUICK_DIAG = ("data.limit=8000", "train.max_steps=250", "train.warmup_steps=25", "train.eval_every=125",
                "train.log_every=20")
+
+
+def _standard_diag(steps: int) -> tuple[str, ...]:
+    """The shipped model (2 layers, 64 wide) on the whole generated split for ``steps`` steps of 64 rows."""
+    return (f"train.max_steps={steps}", "train.warmup_steps=100", f"train.eval_every={steps // 8}", "train.log_every=50")
+
+
 PRESETS["listops"] = Preset("listops", "ListOps (Long Range Arena) on generated lists of at most 256 tokens", "accuracy", (
     # quick: a 64-wide encoder for 120 steps of 2048 tokens; the lists are 89 tokens long on average
     PresetTask("listops-small", ("data.limit=4000", "model.d_model=64", "model.d_ff=256", "batch.max_tokens=2048",
                                  "train.max_steps=120", "train.warmup_steps=12", "train.eval_every=60",
                                  "train.log_every=10"), "ListOps (lists of 16-254 tokens)"),
 ), baselines=("none",))
+# standard, measured with vanilla (seed 0): recall went from 0.27 to 1.00 validation accuracy between steps
+# 1500 and 2000 of 3000 (100000 rows); multi-query recall reached 1.00 by step 1000; reversal 0.996 by step
+# 500 and copying 0.97 by step 250. Each budget leaves vanilla about half of it again after that point.
 PRESETS["diagnostics"] = Preset(
     "diagnostics", "content-based against position-based mixing: recall, multi-query recall, copying, reversal",
     "accuracy", (
-        PresetTask("diag-recall-small", _QUICK_DIAG, "associative recall (one query)"),
-        PresetTask("diag-mqar-small", _QUICK_DIAG, "multi-query associative recall"),
-        PresetTask("diag-copy-small", _QUICK_DIAG, "copying after a delimiter (4-12 symbols)"),
-        PresetTask("diag-reverse-small", _QUICK_DIAG, "reversal (12 symbols, fixed length)"),
+        PresetTask("diag-recall-small", _QUICK_DIAG, "associative recall (one query)", standard=_standard_diag(3000)),
+        PresetTask("diag-mqar-small", _QUICK_DIAG, "multi-query associative recall", standard=_standard_diag(1600)),
+        PresetTask("diag-copy-small", _QUICK_DIAG, "copying after a delimiter (4-12 symbols)",
+                   standard=_standard_diag(800)),
+        PresetTask("diag-reverse-small", _QUICK_DIAG, "reversal (12 symbols, fixed length)",
+                   standard=_standard_diag(800)),
     ), baselines=("none",))
 
 def get_preset(name: str) -> Preset:
