@@ -13,6 +13,7 @@ transformers = pytest.importorskip("transformers")
 import torch  # noqa: E402
 
 import synthesizer.hf as H  # noqa: E402
+from synthesizer.models.blocks import Embeddings  # noqa: E402
 from test_cli import _free_port, run_cli  # noqa: E402
 from synthesizer.models import beam_search, generate  # noqa: E402
 from synthesizer.tasks import run_experiment  # noqa: E402
@@ -134,6 +135,17 @@ def test_weights_missing_from_the_folder_are_initialised_like_the_project_does(t
         assert torch.isfinite(t).all() and bound / 2 < t.abs().max() <= bound
     assert torch.equal(layer.alpha, torch.zeros(2)) and torch.equal(loaded.model.ln_f.weight, torch.ones(32))
     assert torch.equal(loaded.model.blocks[1].ffn.fc.weight, model.model.blocks[1].ffn.fc.weight)  # loaded as saved
+
+
+@pytest.mark.parametrize("cls", [H.SynthesizerForCausalLM, H.SynthesizerForSeq2SeqLM,
+                                 H.SynthesizerForSequenceClassification])
+def test_fresh_hf_models_scale_their_token_embeddings_like_the_project(cls):
+    """N(0, 1/d) token tables (the forward multiplies them by sqrt(d)), also where a head is tied to them:
+    the head's Linear init must not overwrite the shared table."""
+    torch.manual_seed(0)
+    model = cls(H.SynthesizerConfig(**{**TINY, "attention": "vanilla"}))
+    tables = [m.token.weight for m in model.modules() if isinstance(m, Embeddings)]
+    assert tables and all(abs(t.std().item() - 32 ** -0.5) < 0.02 for t in tables)
 
 
 # ----------------------------------------------------------------------------- generate

@@ -333,3 +333,19 @@ def test_a_variant_not_clearly_better_than_none_is_flagged_in_the_table_and_the_
     (g,) = build_groups([r for r in base if r["attention"] != "none"])
     assert not any(r.ignores_attention for r in g.rows)
     assert "does not use its attention" not in verdicts([g])[1].checks[0].text
+
+
+# ----------------------------------------------------------------------------- the diagnostics are not judged
+
+def test_the_diagnostics_are_left_out_of_the_claims():
+    """fixed_random at chance on associative recall (by design) does not contradict claim 1 on the LM task."""
+    acc = dict(task="lm", metric="accuracy", higher=True, baselines={"majority_accuracy": 0.06})
+    recall = seeds("vanilla", [1.0, 1.0, 0.999], data="diag-recall", **acc) + \
+        seeds("fixed_random", [0.25, 0.26, 0.25], data="diag-recall", **acc)
+    lm = dict(task="lm", data="sotu", metric="perplexity", higher=False, baselines={"unigram_perplexity": 700.0})
+    text = seeds("vanilla", [100.0, 101.0, 99.0], **lm) + seeds("fixed_random", [101.0, 102.0, 100.5], **lm)
+    assert verdicts(recall + text)[1].verdict == verdicts(text)[1].verdict == SUPPORTS
+    assert not any("diag-recall" in c.text for c in verdicts(recall + text)[1].checks)
+    alone = verdicts(recall)
+    assert all(v.verdict == CANNOT_TELL and v.checks[0].text.startswith("not judged on the diagnostics")
+               for v in alone.values())

@@ -118,6 +118,22 @@ def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatc
     assert third.calls == []  # everything finished: nothing retrained
 
 
+def test_finished_runs_of_an_older_synthesizer_are_refused_not_mixed_in(tmp_path, monkeypatch):
+    from safetensors.torch import load_file, save_file
+    from torch import nn
+
+    from synthesizer.training import save_checkpoint
+
+    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    run(tmp_path, FakeRunner(), heatmaps=False)
+    run_dir = tmp_path / "runs/lm-sotu/random/seed0"
+    file = save_checkpoint(run_dir, nn.Linear(2, 2), step=5, best=True) / "model.safetensors"
+    run(tmp_path, FakeRunner(), heatmaps=False)  # this synthesizer's checkpoint: read back
+    save_file(load_file(str(file)), str(file), metadata={"step": "5"})  # as 0.1.0 wrote it
+    with pytest.raises(ValueError, match=f"{run_dir} was trained by an older synthesizer .*give the comparison a new --out"):
+        run(tmp_path, FakeRunner(), heatmaps=False)
+
+
 def test_parallel_jobs_train_every_run_once_and_match_one_job(tmp_path, monkeypatch):
     monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
     serial, _ = run(tmp_path / "serial", FakeRunner(), seeds=2, heatmaps=False)

@@ -70,6 +70,25 @@ def test_load_model_weights_from_run_folder_checkpoint_folder_or_file(tmp_path):
         load_model_weights(tmp_path / "missing", TinyLM())
 
 
+def test_weights_of_another_revision_are_refused_by_every_loader(tmp_path):
+    """A 0.1.0 file (no weights_revision: unscaled token embeddings) would load silently and mean other
+    outputs: loading it into a model or resuming from it names the file and the revisions."""
+    from safetensors.torch import load_file, save_file
+
+    from synthesizer.training.checkpoint import WEIGHTS_REVISION, CheckpointError
+
+    model, opt, sched = trained()
+    folder = save_checkpoint(tmp_path, model, opt, sched, step=3)
+    file = folder / "model.safetensors"
+    load_model_weights(file, TinyLM())  # the current revision loads
+    save_file(load_file(str(file)), str(file), metadata={"step": "3"})  # what 0.1.0 wrote
+    message = f"{file} holds weights of revision 1, this synthesizer reads revision {WEIGHTS_REVISION}"
+    with pytest.raises(CheckpointError, match=message):
+        load_model_weights(tmp_path, TinyLM())
+    with pytest.raises(CheckpointError, match="retrain it"):
+        load_checkpoint(tmp_path, TinyLM(), build_optimizer(TinyLM(), lr=1e-2))
+
+
 def test_failed_save_leaves_last_on_the_previous_complete_checkpoint(tmp_path):
     model, opt, sched = trained()
     save_checkpoint(tmp_path, model, opt, sched, step=1, best=True)

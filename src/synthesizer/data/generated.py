@@ -54,6 +54,7 @@ KEYS = tuple(f"k{i}" for i in range(N_SYMBOLS))
 VALUES = tuple(f"v{i}" for i in range(N_SYMBOLS))  # recall values; copy and reversal symbols
 QUERY, DELIM = "?", "|"
 DIAGNOSTICS = ("recall", "mqar", "copy", "reverse")
+DIAGNOSTIC_CORPORA = tuple(f"diag-{kind}" for kind in DIAGNOSTICS)  # their registered corpus names
 
 VOCAB = (*LISTOPS_OPS, CLOSE, *DIGITS, *KEYS, *VALUES, QUERY, DELIM)
 
@@ -196,7 +197,7 @@ GENERATED: dict[str, GeneratedCorpus] = {
     "listops-256": GeneratedCorpus("listops", (20000, 1000, 2000), min_len=16, max_len=254),
     # the LRA setting: 96k/2k/2k lists of 500-2000 tokens (slow to generate: minutes, on first load)
     "listops-lra": GeneratedCorpus("listops", (96000, 2000, 2000), min_len=500, max_len=2000),
-    **{f"diag-{kind}": GeneratedCorpus(kind, (20000, 1000, 2000)) for kind in DIAGNOSTICS},
+    **{name: GeneratedCorpus(kind, (20000, 1000, 2000)) for name, kind in zip(DIAGNOSTIC_CORPORA, DIAGNOSTICS)},
     # one scored answer per row: a 2-layer vanilla model memorised 20000 rows before it learned the lookup
     # (accuracy ~0.22 after 6000 steps); on 100000 it learns it by about step 2000
     "diag-recall": GeneratedCorpus("recall", (100000, 1000, 2000)),

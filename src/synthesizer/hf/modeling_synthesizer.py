@@ -180,7 +180,9 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
             else:
                 module.reset_sinusoid()
         elif isinstance(module, (nn.Linear, nn.LayerNorm)):
-            if _fresh(module.weight):
+            # a head tied to the token embeddings leaves that table to Embeddings (its scale)
+            if _fresh(module.weight) and not any(module.weight is m.token.weight for m in self.modules()
+                                                 if isinstance(m, Embeddings)):
                 module.reset_parameters()  # torch's default, which the project's layers keep
         elif isinstance(module, RandomLogits):  # R: a parameter, or the buffer of fixed_random
             if _fresh(module.r):

@@ -355,6 +355,7 @@ def _run_one(cfg, kind: str, seed: int, run_dir: Path, run_fn: Callable,
     """(result record, seconds) of one run: read back if finished, else trained (or resumed)."""
     done = run_dir / "result.json"
     if done.exists():
+        _check_weights_revision(run_dir)
         return json.loads(done.read_text(encoding="utf-8")), 0.0
     t0 = time.perf_counter()
     resume = run_dir.is_dir() and any(run_dir.iterdir())
@@ -369,6 +370,24 @@ def _run_one(cfg, kind: str, seed: int, run_dir: Path, run_fn: Callable,
     if "test_metrics" not in result:  # stopped by a signal: the checkpoint is there, resume next time
         return None, time.perf_counter() - t0
     return result, time.perf_counter() - t0
+
+
+def _check_weights_revision(run_dir: Path) -> None:
+    """ValueError for a finished run whose checkpoint an older synthesizer wrote: its numbers are another
+    model's, and a report must not mix them with this one's."""
+    from ..training.checkpoint import WEIGHTS_NAME, CheckpointError, check_weights_revision, resolve_checkpoint
+
+    for which in ("best", "last"):
+        try:
+            file = resolve_checkpoint(run_dir, which) / WEIGHTS_NAME
+        except FileNotFoundError:
+            continue
+        try:
+            check_weights_revision(file)
+        except CheckpointError as e:
+            raise ValueError(f"{run_dir} was trained by an older synthesizer ({e}); give the comparison a new --out "
+                             "folder (--render still reads the old one's results.json)") from None
+        return
 
 
 def _summary(record: dict, took: float) -> str:

@@ -133,7 +133,8 @@ def _claim_blocks(verdicts: list[Verdict]) -> list[Block]:
               "is still learning, or does not clearly beat its trivial predictor by what the task asks (\"Did vanilla "
               "learn?\" under each table), keeps its verdict but says **provisional** first. Speeds use a "
               f"{SPEED_TOLERANCE:.0%} timing tolerance (or the seed spread if larger). These are small CPU models "
-              "trained for minutes: a verdict is about this run, not about the paper's full-size setting."),
+              "trained for minutes: a verdict is about this run, not about the paper's full-size setting. The "
+              "diagnostics (diag-*) are not judged: they probe content-based lookup, which no claim is about."),
         ("table", ["claim", "verdict"], [[f"{v.number}. {v.claim}", f"**{_MARK[v.verdict]}**"] for v in verdicts]),
     ]
     for v in verdicts:

@@ -41,6 +41,10 @@ CONFIG_NAME = "config.json"
 STATE_NAME = "trainer_state.pt"
 TOKENIZER_DIR = "tokenizer"
 LINKS = ("last", "previous", "best")
+# What the saved weights mean, in the file's metadata. 2: token embeddings multiplied by sqrt(d_model)
+# (models/blocks.Embeddings); files without it (1: synthesizer-pytorch 0.1.0) would load without an
+# error and give other outputs, so they are refused.
+WEIGHTS_REVISION = 2
 
 TokenizerSaver = Callable[[Path], None]
 
@@ -167,7 +171,7 @@ def save_checkpoint(directory: str | os.PathLike, model: nn.Module, optimizer: t
         tmp.mkdir()
         from safetensors.torch import save_model  # the training extra's (see capture_rng_state)
 
-        save_model(unwrap_model(model), str(tmp / WEIGHTS_NAME), metadata={"step": str(step)})
+        save_model(unwrap_model(model), str(tmp / WEIGHTS_NAME), metadata={"step": str(step), "weights_revision": str(WEIGHTS_REVISION)})
         with open(tmp / CONFIG_NAME, "w") as f:
             json.dump(config or {}, f, indent=2, sort_keys=True)
         state = {
@@ -233,10 +237,23 @@ def load_model_weights(path: str | os.PathLike, model: nn.Module, strict: bool =
     from safetensors.torch import load_model
 
     try:
+        check_weights_revision(file)
         load_model(model, str(file), strict=strict, device=str(device))
     except (SafetensorError, OSError, EOFError) as e:
         raise CheckpointError(f"checkpoint file {file} is truncated or corrupt ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     return model
+
+
+def check_weights_revision(file: Path) -> None:
+    """CheckpointError unless the weights in ``file`` were saved with the current ``WEIGHTS_REVISION``."""
+    from safetensors import safe_open
+
+    with safe_open(str(file), framework="pt") as f:
+        revision = int((f.metadata() or {}).get("weights_revision", 1))
+    if revision != WEIGHTS_REVISION:
+        raise CheckpointError(f"{file} holds weights of revision {revision}, this synthesizer reads revision "
+                              f"{WEIGHTS_REVISION} (since 0.2.0 token embeddings are scaled by sqrt(d_model)): loaded "
+                              "here it would give other outputs; retrain it, or use synthesizer-pytorch 0.1.0 for it")
 
 
 def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
