@@ -23,6 +23,8 @@ synthesizer compare --render $out/classification-standard --out docs/results/cla
 synthesizer compare --render $out/classification --out docs/results/classification-quick
 # The committed reports above were made with 0.1.0 (token embeddings unscaled), those below with 0.2.0;
 # 0.2.0 refuses to resume or read back a 0.1.0 folder: give each re-run a new --out folder.
+synthesizer compare --preset classification --size standard --seeds 3 --jobs 2 --out $out/classification-standard-0.2
+synthesizer compare --render $out/classification-standard-0.2 --out docs/results/classification
 synthesizer compare --preset diagnostics --size standard --seeds 3 --jobs 2 --out $out/diagnostics-standard
 synthesizer compare --render $out/diagnostics-standard --out docs/results/diagnostics
 for name in summarization dialogue; do

@@ -6,8 +6,8 @@ closing summary and the claims (whose reasons say "provisional" where either fac
   steps to its last eval, ``(loss_start - loss_last) / |loss_start|``, the mean over vanilla's seeds. Below
   ``FLAT_DROP`` (2%) the curve has flattened; above it vanilla is still learning and every verdict on the
   task is provisional (a longer run could change it). A loss that fell by less than ``FLAT_NATS`` (0.01
-  nats) has flattened too, whatever its relative fall: a solved task (a diagnostic at 100% accuracy) has a
-  loss near 0, where a fall from 0.002 to 0.0005 is 75% of it and changes no prediction.
+  nats per prediction) has flattened too, whatever its relative fall: a solved task (a diagnostic at 100%
+  accuracy) has a loss near 0, where a fall from 0.002 to 0.0005 is 75% of it and changes no prediction.
 * **Margins**: vanilla's test score against each trivial predictor the records hold (``baselines``: the
   unigram model for perplexity, copying the source for generation, the majority class for accuracy), in
   raw units and with the 95% interval of the claims (a t-interval over 3 or more seeds; for the task's own
@@ -64,7 +64,7 @@ class Flatness:
         if self.drop < FLAT_DROP:
             state = f"flattened: < {FLAT_DROP:.0%}"
         elif self.flattened:
-            state = f"flattened: by {self.nats:.2g} nats, < {FLAT_NATS:g}: a loss near 0"
+            state = f"flattened: by only {self.nats:.2g} nats, < {FLAT_NATS:g}"
         else:
             state = "still learning: verdicts on this task are provisional"
         over = f"steps {self.start} to {self.end}" + (f", mean over {self.seeds} seeds" if self.seeds > 1 else "")
