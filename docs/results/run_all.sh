@@ -25,6 +25,8 @@ synthesizer compare --render $out/classification --out docs/results/classificati
 # 0.2.0 refuses to resume or read back a 0.1.0 folder: give each re-run a new --out folder.
 synthesizer compare --preset classification --size standard --seeds 3 --jobs 2 --out $out/classification-standard-0.2
 synthesizer compare --render $out/classification-standard-0.2 --out docs/results/classification
+synthesizer compare --preset lm --size quick --seeds 3 --jobs 2 --baselines dynamicconv none --out $out/lm-quick-0.2
+synthesizer compare --render $out/lm-quick-0.2 --out docs/results/lm-quick
 synthesizer compare --preset diagnostics --size standard --seeds 3 --jobs 2 --out $out/diagnostics-standard
 synthesizer compare --render $out/diagnostics-standard --out docs/results/diagnostics
 for name in summarization dialogue; do
