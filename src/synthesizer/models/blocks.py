@@ -35,8 +35,9 @@ class Embeddings(nn.Module):
     token's identity enters the residual stream at unit scale, as large as what each block adds, while the
     tied output head sees weights of scale 1/sqrt(d) (logits of order 1). Why it matters: with the common
     N(0, 0.02) tokens and no scale, the first block's output drowns the token identities and a 2-layer
-    vanilla model never learns associative recall (tests/test_learning_signal.py); with this scale it
-    does in under 2000 steps. Learned positions and segments keep N(0, 0.02).
+    vanilla model never learned associative recall; with this scale it did by about step 2000
+    (docs/changes.md; the scales are tested in tests/test_models_blocks.py). Learned positions and
+    segments keep N(0, 0.02).
     """
 
     def __init__(self, config: ModelConfig, segments: bool = False):
