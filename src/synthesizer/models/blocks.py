@@ -32,7 +32,7 @@ class Embeddings(nn.Module):
     ``start`` is the absolute position of the first id (incremental decoding).
 
     Token embeddings are drawn from N(0, 1/d) and multiplied by sqrt(d) (Vaswani et al., 2017, 3.4), so a
-    token's identity enters the residual stream at unit scale, as large as what each block adds, while the
+    token's identity enters the residual stream at unit scale, above what a block adds at init, while the
     tied output head sees weights of scale 1/sqrt(d) (logits of order 1). Why it matters: with the common
     N(0, 0.02) tokens and no scale, the first block's output drowns the token identities and a 2-layer
     vanilla model never learned associative recall; with this scale it did by about step 2000
