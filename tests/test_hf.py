@@ -105,6 +105,24 @@ def test_from_pretrained_rebuilds_the_sinusoid_table_no_checkpoint_holds(tmp_pat
     assert torch.equal(model(ids).logits, loaded(ids).logits)
 
 
+def test_a_folder_saved_before_weights_had_a_revision_is_refused_by_every_loader(tmp_path):
+    from synthesizer.training.checkpoint import WEIGHTS_REVISION, CheckpointError
+
+    model = tiny(H.SynthesizerForCausalLM, "random", weights_revision=1)  # e.g. built from an old config
+    model.save_pretrained(tmp_path)
+    config_file = tmp_path / "config.json"
+    saved = json.loads(config_file.read_text())
+    assert saved["weights_revision"] == WEIGHTS_REVISION  # the weights this code made are this revision's
+    assert transformers.AutoModelForCausalLM.from_pretrained(tmp_path).config.weights_revision == WEIGHTS_REVISION
+    del saved["weights_revision"]  # as 0.1.0 wrote its folders
+    config_file.write_text(json.dumps(saved))
+    for load in (transformers.AutoModelForCausalLM.from_pretrained, H.SynthesizerForCausalLM.from_pretrained):
+        with pytest.raises(CheckpointError, match=f"{tmp_path} holds weights of revision 1, this synthesizer reads "
+                                                  f"revision {WEIGHTS_REVISION}"):
+            load(tmp_path)
+    assert H.SynthesizerConfig().weights_revision == WEIGHTS_REVISION  # a fresh config is this revision
+
+
 def test_auto_model_is_the_bare_stack_with_the_lm_weights(tmp_path):
     lm = tiny(H.SynthesizerForCausalLM, "dense+vanilla")
     lm.save_pretrained(tmp_path)

@@ -2,8 +2,14 @@
 
 import dataclasses
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -28,8 +34,8 @@ def config_fn(name, overrides):
 class FakeRunner:
     """Writes result.json like run_experiment; perplexity depends on the kind so the table has content."""
 
-    def __init__(self, fail=(), stop=()):
-        self.calls, self.fail, self.stop = [], set(fail), set(stop)
+    def __init__(self, fail=(), stop=(), die=()):
+        self.calls, self.fail, self.stop, self.die = [], set(fail), set(stop), set(die)
 
     def __call__(self, cfg, out_dir, resume=False, progress=True):
         kind = cfg.attention
@@ -37,6 +43,8 @@ class FakeRunner:
         out_dir.mkdir(parents=True, exist_ok=True)
         if kind in self.fail:
             raise RuntimeError(f"boom in {kind}")
+        if kind in self.die:  # as the kernel's out-of-memory killer ends a process: no word, no exception
+            os.kill(os.getpid(), signal.SIGKILL)
         if kind in self.stop:
             (out_dir / "last").mkdir()
             return {"stopped": "SIGINT", "steps": 2, "checkpoint": str(out_dir / "last")}
@@ -149,6 +157,64 @@ def test_parallel_jobs_train_every_run_once_and_match_one_job(tmp_path, monkeypa
     assert parallel["machine"]["parallel_runs"] == 2 and parallel["machine"]["torch_threads"] == 1
     with pytest.raises(ValueError, match="--jobs must be a positive integer"):
         run(tmp_path / "bad", FakeRunner(), jobs=0)
+
+
+def test_a_run_whose_process_dies_is_a_failed_record_and_the_others_go_on(tmp_path, monkeypatch):
+    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    results, lines = run(tmp_path, FakeRunner(die={"random"}), heatmaps=False, jobs=2, threads=1)
+    assert [r["attention"] for r in results["runs"] if "error" in r] == ["random"] and len(results["runs"]) == 3
+    assert any("random seed0: FAILED: the process training it died (killed by SIGKILL)" in line for line in lines)
+
+
+class SlowRunner:
+    """Trains a toy model slowly in ``out_dir`` (the real Trainer, so signals stop it as they stop a run)."""
+
+    def __call__(self, cfg, out_dir, resume=False, progress=True):
+        sys.path.insert(0, str(HERE))
+        from test_training_toy import make_trainer, step_fn
+
+        def slow(model, batch):
+            time.sleep(0.05)
+            return step_fn(model, batch)
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "pid").write_text(str(os.getpid()))
+        result = make_trainer(out_dir, max_steps=5000, step=slow).train(resume=resume)
+        return {"stopped": result.stopped, "steps": result.step}
+
+
+HERE = Path(__file__).parent
+SIGTERM_COMPARE = """
+import sys
+sys.path.insert(0, {here!r})
+from test_report_compare import SlowRunner, config_fn, load_fn
+from synthesizer.report.compare import run_comparison
+try:
+    run_comparison("lm", "quick", out={out!r}, run_fn=SlowRunner(), config_fn=config_fn, load_fn=load_fn,
+                   kinds=["vanilla", "random", "dense"], baselines=[], jobs=2, threads=1, heatmaps=False, log=print)
+except KeyboardInterrupt as e:
+    print("parent stopped:", e)
+"""
+
+
+def test_sigterm_to_a_parallel_comparison_stops_and_checkpoints_its_runs_leaving_no_process(tmp_path):
+    out = tmp_path / "cmp"
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_COMPARE.format(here=str(HERE), out=str(out))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = [out / "runs/lm-sotu/vanilla/seed0", out / "runs/lm-sotu/random/seed0"]
+    deadline = time.time() + 120
+    while not all((d / "log.jsonl").is_file() and len((d / "log.jsonl").read_text().splitlines()) >= 2 for d in started):
+        assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.poll() is not None else "timeout"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert "parent stopped: stopped by SIGTERM" in stdout and "run the same command again" in stdout
+    for run_dir in started:
+        assert (run_dir / "last").exists(), f"{run_dir} was not checkpointed"
+        with pytest.raises(ProcessLookupError):  # no child left training
+            os.kill(int((run_dir / "pid").read_text()), 0)
+    assert not (out / "runs/lm-sotu/dense").exists()  # not started after the signal
 
 
 def no_plots(monkeypatch):

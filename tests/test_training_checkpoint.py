@@ -163,3 +163,17 @@ def test_a_full_disk_while_saving_is_one_line_and_keeps_the_previous_checkpoint(
     assert "\n" not in str(err.value)
     assert sorted(os.listdir(tmp_path)) == ["last", "step-00000001"]
     assert load_checkpoint(tmp_path, TinyLM(), restore_rng=False)["step"] == 1
+
+
+def test_a_finished_run_is_read_from_best_else_last(tmp_path):
+    from synthesizer.training.checkpoint import finished_checkpoint
+
+    with pytest.raises(FileNotFoundError, match="no checkpoint yet \\(no 'best' or 'last' folder\\)"):
+        finished_checkpoint(tmp_path)
+    model = TinyLM()
+    only_last = save_checkpoint(tmp_path, model, step=1)
+    assert finished_checkpoint(tmp_path) == only_last == finished_checkpoint(tmp_path, "last")
+    best = save_checkpoint(tmp_path, model, step=2, best=True)
+    save_checkpoint(tmp_path, model, step=3)
+    assert finished_checkpoint(tmp_path) == best and finished_checkpoint(best) == best
+    assert finished_checkpoint(tmp_path, "last").name == "step-00000003"

@@ -27,6 +27,7 @@ from transformers import PreTrainedConfig
 
 from ..attention.factory import check_kind
 from ..models.config import ModelConfig
+from ..training.checkpoint import WEIGHTS_REVISION
 
 MODEL_TYPE = "synthesizer"
 
@@ -78,6 +79,9 @@ class SynthesizerConfig(PreTrainedConfig):
     eos_token_id: int | None = 2
     decoder_start_token_id: int | None = None
     is_encoder_decoder: bool = False
+    # How to read the weights saved beside this config (``training.checkpoint.WEIGHTS_REVISION``);
+    # ``save_pretrained`` writes the current one, ``from_pretrained`` refuses any other.
+    weights_revision: int = WEIGHTS_REVISION
 
     def __post_init__(self, **kwargs):
         self.attention = check_kind(self.attention)
@@ -88,6 +92,12 @@ class SynthesizerConfig(PreTrainedConfig):
         if self.num_labels == 1 and self.problem_type is None:
             self.problem_type = "regression"
         self.to_model_config()  # every value checked now, with the project's messages
+
+    @classmethod
+    def from_dict(cls, config_dict: dict, **kwargs):
+        if config_dict.get("model_type") == MODEL_TYPE and "weights_revision" not in config_dict:
+            config_dict = {**config_dict, "weights_revision": 1}  # saved by 0.1.0, which recorded none
+        return super().from_dict(config_dict, **kwargs)
 
     def to_model_config(self) -> ModelConfig:
         """The project's ``ModelConfig`` of these fields (ValueError naming a bad value)."""

@@ -30,6 +30,7 @@ from ..models.blocks import Embeddings, fit_length
 from ..models.classifier import Classifier
 from ..models.lm import LanguageModel
 from ..models.seq2seq import EncoderDecoder
+from ..training.checkpoint import WEIGHTS_REVISION, revision_error
 from .configuration_synthesizer import SynthesizerConfig
 
 IGNORE_INDEX = -100  # HF's label for "no target here"
@@ -171,6 +172,20 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
     main_input_name = "input_ids"
     supports_gradient_checkpointing = False
     _no_split_modules = ["EncoderBlock", "DecoderBlock"]
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """As ``PreTrainedModel.from_pretrained``; a CheckpointError for weights that another revision of
+        synthesizer saved (``config.weights_revision``): they would load and give other outputs."""
+        model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        if model.config.weights_revision != WEIGHTS_REVISION:
+            raise revision_error(pretrained_model_name_or_path, model.config.weights_revision)
+        return model
+
+    def save_pretrained(self, *args, **kwargs):
+        # whatever these weights are, this revision's code reads them (another's are refused on loading)
+        self.config.weights_revision = WEIGHTS_REVISION
+        return super().save_pretrained(*args, **kwargs)
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:

@@ -25,15 +25,17 @@ tasks is added as the group ``glue-average`` (:func:`put_averages`), which claim
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import shlex
+import signal
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -87,7 +89,7 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
 
     ``run_fn(cfg, out_dir, resume=..., progress=...) -> result dict``, ``config_fn(name, overrides) ->
     ExperimentConfig`` and ``load_fn(run_dir) -> (model, tokenizer, cfg)`` default to the experiment
-    runner's; tests pass fakes. ``jobs`` runs train at a time in worker processes (``run_fn`` must then
+    runner's; tests pass fakes. ``jobs`` runs train at a time, each in a process of its own (``run_fn`` must then
     be picklable), each with ``threads`` torch threads (default: the cores shared out). Returns the
     results dict (also saved as ``OUT/results.json``).
     """
@@ -168,26 +170,27 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
             pretrained = _pretrain(pretrain, kinds, seeds, out, results, run_fn, jobs, threads, log)
             interrupted = pretrained is None
             plan = [] if interrupted else _from_pretrained(plan, pretrained, results, out)
-        for done, (base, kind, seed, run_dir), record, took in _execute(plan, run_fn, jobs, threads):
-            where = f"[{done}/{len(plan)}] {group_key(base.task, data_name(base))} {kind} seed{seed}"
-            if record is None:
-                log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
-                interrupted = True
-                break
-            record.setdefault("task", base.task)
-            record.setdefault("data", data_name(base))
-            record["run_dir"] = str(run_dir.relative_to(out))
-            data_record = run_dir / "data.json"
-            if "provenance" not in record and data_record.is_file():  # a failed run: its data is known all the same
-                record["provenance"] = json.loads(data_record.read_text(encoding="utf-8"))
-            if took and hasattr(os, "getloadavg"):  # how busy the machine was: timings are only as good as this
-                record["load_average_1min"] = round(os.getloadavg()[0], 2)
-            speed = window_speed(run_dir / "log.jsonl")
-            if speed is not None:
-                record["train_tokens_per_s_median"] = speed
-            put_run(results, record)
-            save_results(results, out)
-            log(f"{where}: {_summary(record, took)}")
+        with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
+            for done, (base, kind, seed, run_dir), record, took in runs:
+                where = f"[{done}/{len(plan)}] {group_key(base.task, data_name(base))} {kind} seed{seed}"
+                if record is None:
+                    log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
+                    interrupted = True
+                    break
+                record.setdefault("task", base.task)
+                record.setdefault("data", data_name(base))
+                record["run_dir"] = str(run_dir.relative_to(out))
+                data_record = run_dir / "data.json"
+                if "provenance" not in record and data_record.is_file():  # a failed run: its data is known all the same
+                    record["provenance"] = json.loads(data_record.read_text(encoding="utf-8"))
+                if took and hasattr(os, "getloadavg"):  # how busy the machine was: timings are only as good as this
+                    record["load_average_1min"] = round(os.getloadavg()[0], 2)
+                speed = window_speed(run_dir / "log.jsonl")
+                if speed is not None:
+                    record["train_tokens_per_s_median"] = speed
+                put_run(results, record)
+                save_results(results, out)
+                log(f"{where}: {_summary(record, took)}")
     except KeyboardInterrupt:
         log("interrupted; run the same command again to continue with the runs still missing")
         raise
@@ -222,18 +225,19 @@ def _pretrain(cfg, kinds: list[str], seeds: int, out: Path, results: dict, run_f
     plan = [(cfg, kind, seed, out / "runs" / key / kind / f"seed{seed}") for seed in range(seeds) for kind in kinds]
     done_runs: dict = {}
     kept = {(r["attention"], r.get("seed", 0)): r for r in results.get("pretraining", [])}
-    for done, (_, kind, seed, run_dir), record, took in _execute(plan, run_fn, jobs, threads):
-        where = f"[pretraining {done}/{len(plan)}] {key} {kind} seed{seed}"
-        if record is None:
-            log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
-            return None
-        record = {k: v for k, v in record.items() if k not in ("curve", "per_example", "config", "provenance")}
-        record["run_dir"] = str(run_dir.relative_to(out))
-        kept[(kind, seed)] = record
-        results["pretraining"] = list(kept.values())
-        save_results(results, out)
-        done_runs[(kind, seed)] = (run_dir, record.get("error"))
-        log(f"{where}: {_summary(record, took)}")
+    with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
+        for done, (_, kind, seed, run_dir), record, took in runs:
+            where = f"[pretraining {done}/{len(plan)}] {key} {kind} seed{seed}"
+            if record is None:
+                log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
+                return None
+            record = {k: v for k, v in record.items() if k not in ("curve", "per_example", "config", "provenance")}
+            record["run_dir"] = str(run_dir.relative_to(out))
+            kept[(kind, seed)] = record
+            results["pretraining"] = list(kept.values())
+            save_results(results, out)
+            done_runs[(kind, seed)] = (run_dir, record.get("error"))
+            log(f"{where}: {_summary(record, took)}")
     return done_runs
 
 
@@ -318,7 +322,13 @@ def window_speed(log_path: Path) -> float | None:
 
 def _execute(plan: list[tuple], run_fn: Callable, jobs: int, threads: int | None):
     """Yield ``(n_done, plan_item, record, seconds)`` as runs finish: in plan order with one job, else as
-    the ``jobs`` worker processes finish them. Closing the generator cancels the runs not started."""
+    the ``jobs`` child processes finish them, one process per run.
+
+    Stopping (Ctrl-C, SIGTERM to this process, or the caller closing the generator) stops the runs in
+    progress as a signal stops ``synthesizer train``: each child gets SIGTERM, saves its checkpoint and
+    returns, and this waits for them, so no child is left training and the next call resumes them all.
+    A child that dies without a word (killed, out of memory) gives a failed record; the others go on.
+    """
     if jobs == 1:
         for done, (cfg, kind, seed, run_dir) in enumerate(plan, 1):
             # one run at a time: its step bar (on a terminal) shows it is alive
@@ -329,18 +339,73 @@ def _execute(plan: list[tuple], run_fn: Callable, jobs: int, threads: int | None
         (finished if (item[3] / "result.json").exists() else todo).append(item)
     for done, item in enumerate(finished, 1):  # read back here: no process needed
         yield done, item, *_run_one(*item, run_fn)
-    if not todo:
-        return
     # spawn, not fork: a forked child would inherit the parent's torch thread pool state
-    with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_set_threads, initargs=(threads,)) as pool:
-        futures = {pool.submit(_run_one, *item, run_fn): item for item in todo}
+    context = multiprocessing.get_context("spawn")
+    running: dict = {}  # the receiving end of each child's pipe -> (process, plan item)
+    done = len(finished)
+    with _sigterm_raises_interrupt():
         try:
-            for done, future in enumerate(as_completed(futures), len(finished) + 1):
-                yield done, futures[future], *future.result()
-        except BaseException:  # interrupted, or the caller stopped reading: start nothing new
-            pool.shutdown(wait=True, cancel_futures=True)
+            while todo or running:
+                while todo and len(running) < jobs:
+                    item = todo.pop(0)
+                    receiver, sender = context.Pipe(duplex=False)
+                    process = context.Process(target=_run_in_child, args=(sender, threads, item, run_fn),
+                                              name=f"synthesizer-{item[1]}-seed{item[2]}")
+                    process.start()
+                    sender.close()  # the child holds the only writing end: EOF here once it is gone
+                    running[receiver] = (process, item)
+                for receiver in multiprocessing.connection.wait(list(running)):
+                    process, item = running.pop(receiver)
+                    try:
+                        (record, took), died = receiver.recv(), False
+                    except EOFError:  # gone without a word: killed, or out of memory
+                        record, took, died = None, 0.0, True
+                    receiver.close()
+                    process.join()
+                    if died:
+                        record = _failure(*item[:3], f"the process training it died ({_exit_reason(process.exitcode)})")
+                    done += 1
+                    yield done, item, record, took
+        except BaseException:
+            for process, _ in running.values():
+                if process.is_alive():
+                    process.terminate()  # SIGTERM: a training run saves its checkpoint and returns
+            for receiver, (process, _) in running.items():
+                process.join()
+                receiver.close()
             raise
+
+
+def _exit_reason(exitcode: int) -> str:
+    return f"killed by {signal.Signals(-exitcode).name}" if exitcode < 0 else f"exit code {exitcode}"
+
+
+def _run_in_child(sender, threads: int | None, item: tuple, run_fn: Callable) -> None:
+    """One run in a child process of :func:`_execute`; its (record, seconds) go back through ``sender``."""
+    _set_threads(threads)
+    try:
+        sender.send(_run_one(*item, run_fn))
+    except KeyboardInterrupt:  # Ctrl-C reaches every process of the terminal, outside training too
+        sender.send((None, 0.0))
+
+
+@contextlib.contextmanager
+def _sigterm_raises_interrupt():
+    """Within the block, SIGTERM to this process raises KeyboardInterrupt (as Ctrl-C does), so what is in
+    progress stops cleanly instead of the process vanishing; a second SIGTERM acts as it did before."""
+    def handler(signum, frame):
+        signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: signals cannot be caught here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def _set_threads(threads: int | None) -> None:
@@ -365,29 +430,29 @@ def _run_one(cfg, kind: str, seed: int, run_dir: Path, run_fn: Callable,
     except KeyboardInterrupt:
         raise
     except Exception as e:  # one broken variant must not stop the comparison; the report lists it
-        return {"task": cfg.task, "data": data_name(cfg), "attention": kind, "seed": seed,
-                "error": f"{type(e).__name__}: {e}"}, time.perf_counter() - t0
+        return _failure(cfg, kind, seed, f"{type(e).__name__}: {e}"), time.perf_counter() - t0
     if "test_metrics" not in result:  # stopped by a signal: the checkpoint is there, resume next time
         return None, time.perf_counter() - t0
     return result, time.perf_counter() - t0
 
 
+def _failure(cfg, kind: str, seed: int, error: str) -> dict:
+    """The record of a run that failed: the report lists it, the comparison goes on."""
+    return {"task": cfg.task, "data": data_name(cfg), "attention": kind, "seed": seed, "error": error}
+
+
 def _check_weights_revision(run_dir: Path) -> None:
     """ValueError for a finished run whose checkpoint an older synthesizer wrote: its numbers are another
     model's, and a report must not mix them with this one's."""
-    from ..training.checkpoint import WEIGHTS_NAME, CheckpointError, check_weights_revision, resolve_checkpoint
+    from ..training.checkpoint import WEIGHTS_NAME, CheckpointError, check_weights_revision, finished_checkpoint
 
-    for which in ("best", "last"):
-        try:
-            file = resolve_checkpoint(run_dir, which) / WEIGHTS_NAME
-        except FileNotFoundError:
-            continue
-        try:
-            check_weights_revision(file)
-        except CheckpointError as e:
-            raise ValueError(f"{run_dir} was trained by an older synthesizer ({e}); give the comparison a new --out "
-                             "folder (--render still reads the old one's results.json)") from None
+    try:
+        check_weights_revision(finished_checkpoint(run_dir) / WEIGHTS_NAME)
+    except FileNotFoundError:  # a run that failed, or a fake's: nothing to mix in
         return
+    except CheckpointError as e:
+        raise ValueError(f"{run_dir} was trained by an older synthesizer ({e}); give the comparison a new --out "
+                         "folder (--render still reads the old one's results.json)") from None
 
 
 def _summary(record: dict, took: float) -> str:

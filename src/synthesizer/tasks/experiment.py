@@ -53,7 +53,7 @@ from ..data.span_corruption import sentinel_tokens
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
 from ..models import Classifier, EncoderDecoder, ModelConfig, build_model
 from ..training import distributed as dist
-from ..training.checkpoint import CheckpointError, load_model_weights, resolve_checkpoint
+from ..training.checkpoint import CheckpointError, finished_checkpoint, load_model_weights, resolve_checkpoint
 from ..training.lock import FolderLock
 from ..training.loop import Diverged, Trainer, seed_everything
 from .answer_lm import AnswerLMTask
@@ -194,13 +194,10 @@ def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
     if task_class(source).family != "seq2seq":
         raise ValueError(f"{where}: a {source.task!r} run has no encoder-decoder to start from; give a pretraining "
                          f"run (task {PRETRAIN!r})")
-    checkpoint = None
-    for which in ("best", "last"):
-        try:
-            checkpoint = resolve_checkpoint(run_dir, which)
-            break
-        except FileNotFoundError:
-            continue
+    try:
+        checkpoint = finished_checkpoint(run_dir)
+    except FileNotFoundError:
+        checkpoint = None
     if checkpoint is None or not (checkpoint / "config.json").is_file():
         raise DataError(f"{where}: no checkpoint yet (no 'best' or 'last' folder); finish or resume that run first")
     model = ModelConfig.from_dict(json.loads((checkpoint / "config.json").read_text()))
@@ -475,12 +472,9 @@ def load_trained(run_dir: str | Path, which: str = "best") -> tuple[nn.Module, T
     """(model in eval mode, tokenizer, config) of a run folder; ``which``: "best" (falls back to "last") or "last"."""
     cfg = load_config(run_dir)
     try:
-        checkpoint = resolve_checkpoint(run_dir, which)
-    except FileNotFoundError:
-        try:
-            checkpoint = resolve_checkpoint(run_dir, "last")
-        except FileNotFoundError:
-            raise DataError(f"{run_dir}: no checkpoint yet (no {which!r} or 'last' folder)") from None
+        checkpoint = finished_checkpoint(run_dir, which)
+    except FileNotFoundError as e:
+        raise DataError(str(e)) from None
     model_cfg = ModelConfig.from_dict(json.loads((checkpoint / "config.json").read_text()))
     model = build_model(task_class(cfg).family, model_cfg)
     load_model_weights(checkpoint, model)

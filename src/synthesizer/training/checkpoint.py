@@ -214,6 +214,18 @@ def resolve_checkpoint(path: str | os.PathLike, which: str = "last") -> Path:
     raise FileNotFoundError(f"no checkpoint at {str(path)!r}: expected {WEIGHTS_NAME} in it or in its {which!r} folder")
 
 
+def finished_checkpoint(run_dir: str | os.PathLike, which: str = "best") -> Path:
+    """The checkpoint a run is read from: its ``which`` folder ("best"), else ``last``.
+
+    FileNotFoundError when it has neither (a checkpoint folder given itself is returned as it is)."""
+    for name in dict.fromkeys((which, "last")):
+        try:
+            return resolve_checkpoint(run_dir, name)
+        except FileNotFoundError:
+            continue
+    raise FileNotFoundError(f"{run_dir}: no checkpoint yet (no {which!r} or 'last' folder)")
+
+
 def intact_checkpoints(directory: str | os.PathLike) -> list[Path]:
     """The checkpoint folders ``last``, ``previous`` and ``best`` of a run folder point to, newest step first."""
     directory = Path(directory)
@@ -251,9 +263,14 @@ def check_weights_revision(file: Path) -> None:
     with safe_open(str(file), framework="pt") as f:
         revision = int((f.metadata() or {}).get("weights_revision", 1))
     if revision != WEIGHTS_REVISION:
-        raise CheckpointError(f"{file} holds weights of revision {revision}, this synthesizer reads revision "
-                              f"{WEIGHTS_REVISION} (since 0.2.0 token embeddings are scaled by sqrt(d_model)): loaded "
-                              "here it would give other outputs; retrain it, or use synthesizer-pytorch 0.1.0 for it")
+        raise revision_error(file, revision)
+
+
+def revision_error(what: str | os.PathLike, revision: int) -> CheckpointError:
+    """The error for weights of another revision, ``what`` naming where they are (a file, a folder)."""
+    return CheckpointError(f"{what} holds weights of revision {revision}, this synthesizer reads revision "
+                           f"{WEIGHTS_REVISION} (since 0.2.0 token embeddings are scaled by sqrt(d_model)): loaded "
+                           "here it would give other outputs; retrain it, or use synthesizer-pytorch 0.1.0 for it")
 
 
 def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
