@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from synthesizer.attention import SynthesizerAttention
-from synthesizer.attention.ops import blockwise, reference
+from synthesizer.attention.ops import factorized_dense, reference
 from synthesizer.attention.ops.factorized_dense import _FactorizedDenseAttention, factorized_dense_attention
 from tolerances import LAYER
 
@@ -38,7 +38,8 @@ def reference_attention(pa, pb, v, pad, causal):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 16 query rows, so that n = 37 or 40 takes three blocks (the last one partial)."""
-    monkeypatch.setattr(blockwise, "BLOCK_ELEMENTS", 1)
+    monkeypatch.setattr(factorized_dense, "BLOCK_ELEMENTS", 1)
+    assert factorized_dense._block_size(B, H, 40) == 16
 
 
 @pytest.mark.parametrize("causal", [False, True])
