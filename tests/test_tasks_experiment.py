@@ -311,3 +311,23 @@ def test_summarization_and_dialogue_record_per_example_statistics_of_their_prima
         assert all(len(s) == width for s in stats["values"])
     # ROUGE values are rounded to 4 decimals in points
     assert metric_of(kind, stats["values"]) == pytest.approx(result["test_metrics"][metric], abs=1e-4)
+
+
+def test_max_words_keeps_the_short_examples_of_every_split_before_the_limit(tmp_path):
+    from synthesizer.tasks.experiment import load_data
+
+    files = write_data(tmp_path / "mt", "mt", n=80)
+    full = load_data(tiny_config("translation", files))
+    short = load_data(tiny_config("translation", {**files, "max_words": 5}))
+    for split in ("train", "valid", "test"):
+        kept = [r for r in full[split] if len(r["source"].split()) <= 5]  # reversal: the target as long
+        assert short[split] == kept and 0 < len(kept) < len(full[split])
+    limited = load_data(tiny_config("translation", {**files, "max_words": 5, "limit": 7}))
+    assert limited["train"] == short["train"][:7]  # 7 short examples, not the short ones among the first 7
+    with pytest.raises(DataError, match="empty or missing 'train' split after data.max_words=2 "
+                                        "\\(no example that short\\)"):
+        load_data(tiny_config("translation", {**files, "max_words": 2}))
+    with pytest.raises(ValueError, match="data.max_words keeps the short examples .* a 'lm' run reads documents"):
+        load_data(tiny_config("lm", {**write_data(tmp_path / "lm", "lm"), "max_words": 5}))
+    with pytest.raises(ValueError, match="data.max_words must be"):
+        tiny_config("translation", {**files, "max_words": 0})

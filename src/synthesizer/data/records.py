@@ -31,6 +31,7 @@ SPLITS = ("train", "valid", "test")
 TURN_SEP = " <sep> "
 
 Example = dict[str, Any]
+TEXT_KEYS = ("source", "target", "text", "text_pair")  # the text fields of an example
 
 
 class DataError(ValueError):
@@ -74,10 +75,26 @@ class Corpus:
             return list(rows)
         out: list[str] = []
         for row in rows:
-            for key in ("source", "target", "text", "text_pair"):
+            for key in TEXT_KEYS:
                 if key in row:
                     out.append(row[key])
         return out
+
+    def max_words(self, n: int | None) -> "Corpus":
+        """A copy keeping, in every split, the examples whose every text has at most `n` words
+        (whitespace-separated): a smaller task of short sentences. lm documents cannot be cut so."""
+        if n is None:
+            return self
+        if self.task == "lm":
+            raise ValueError("data.max_words keeps the short examples of a corpus of examples (translation, "
+                             "summarization, dialogue, classification); an lm corpus is documents, which it would drop "
+                             "whole: use batch.block_size for shorter lm context")
+
+        def short(row: Example) -> bool:
+            return all(len(row[key].split()) <= n for key in TEXT_KEYS if key in row)
+
+        return Corpus(self.name, self.task, {k: [r for r in v if short(r)] for k, v in self.splits.items()},
+                      self.label_names, self.origin)
 
     def limit(self, n: int | None) -> "Corpus":
         """A copy with at most the first `n` examples of each split (deterministic subsets)."""

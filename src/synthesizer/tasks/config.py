@@ -63,6 +63,7 @@ class DataOptions:
     columns: dict = field(default_factory=dict)
     name: str | None = None
     limit: int | None = None             # at most this many examples per split
+    max_words: int | None = None         # keep only examples whose texts have at most this many words
     max_history: int | None = 3          # dialogue: turns of history per example
     data_files: Any = None               # hub: a file, a list of files or {split: file(s)}
     path: str | None = None              # hub: a local folder holding the data files
@@ -72,7 +73,7 @@ class DataOptions:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ValueError(f"data.{name} must be a non-empty string, got {value!r}")
-        _positive("data", self, ("limit", "max_history"))
+        _positive("data", self, ("limit", "max_history", "max_words"))
         if self.corpora is not None and (not isinstance(self.corpora, list) or not self.corpora or not all(
                 isinstance(c, str) and c.strip() for c in self.corpora)):
             raise ValueError(f"data.corpora must be a non-empty list of corpus names, got {self.corpora!r}")

@@ -89,7 +89,12 @@ def load_data(cfg: ExperimentConfig) -> Corpus:
     are read as language-modelling text) as a text corpus (``data/pretraining.py``).
     """
     d = cfg.data
-    common = {"limit": d.get("limit")}
+    max_words = d.get("max_words")
+    if max_words is not None and (cfg.task == PRETRAIN or cfg.task == "lm"):
+        raise ValueError(f"data.max_words keeps the short examples of an example corpus; a {cfg.task!r} run reads "
+                         "documents, which it would drop whole: leave it out")
+    # the length filter first, then the limit: data.limit examples of the short ones
+    common = {"limit": None if max_words else d.get("limit")}
     if "max_history" in d:
         common["max_history"] = d["max_history"]
     if "corpora" in d:
@@ -105,9 +110,12 @@ def load_data(cfg: ExperimentConfig) -> Corpus:
         corpus = text_corpus(corpus)
     elif corpus.task != cfg.task and not {corpus.task, cfg.task} <= {"translation", "summarization", "dialogue"}:
         raise ValueError(f"data {corpus.name!r} is a {corpus.task} corpus but task is {cfg.task!r}")
+    if max_words:
+        corpus = corpus.max_words(max_words).limit(d.get("limit"))
     for split in ("train", "valid", "test"):
         if not corpus.splits.get(split):
-            raise DataError(f"corpus {corpus.name!r} ({corpus.origin}): empty or missing {split!r} split")
+            short = f" after data.max_words={max_words} (no example that short)" if max_words else ""
+            raise DataError(f"corpus {corpus.name!r} ({corpus.origin}): empty or missing {split!r} split{short}")
     return corpus
 
 
