@@ -1,8 +1,9 @@
-"""Derived corpora: the Bible translation-pair task (balanced, nearby negatives, no leak across splits)."""
+"""Derived corpora: the Bible translation-pair and the Debian synopsis-pair tasks (balanced, sound negatives,
+no leak across splits)."""
 
 import pytest
 
-from synthesizer.data.derived import DERIVED, NEIGHBOURS, translation_pairs
+from synthesizer.data.derived import DERIVED, NEIGHBOURS, synopsis_pairs, translation_pairs
 from synthesizer.data.provenance import data_provenance
 from synthesizer.data.records import DataError
 from synthesizer.data.sources import load_corpus
@@ -54,3 +55,36 @@ def test_bible_pairs_from_the_shared_data():
     assert prov["name"] == "bible-en-es-pairs" and prov["origin"].startswith("derived from bible-en-es")
     assert load_corpus("bible-en-es-pairs", limit=10).splits["valid"] == corpus.splits["valid"][:10]
     assert "bible-en-es-pairs" in DERIVED
+
+
+def packages(descriptions, synopses):
+    return [{"source": d, "target": t} for d, t in zip(descriptions, synopses)]
+
+
+def test_synopsis_pairs_take_the_negative_half_a_split_away_skipping_look_alikes():
+    split = packages([f"description {i}" for i in range(6)], [f"synopsis {i}" for i in range(6)])
+    out = synopsis_pairs(split)
+    assert [r["label"] for r in out] == [1, 0] * 6
+    assert [r["text_pair"] for r in out] == [f"description {i}" for i in range(6) for _ in (0, 1)]
+    assert [r["text"] for r in out[::2]] == [f"synopsis {i}" for i in range(6)]
+    assert [r["text"] for r in out[1::2]] == [f"synopsis {(i + 3) % 6}" for i in range(6)]  # a bijection here
+    # package 3 repeats package 0's description and package 4 its synopsis: 0's negative is package 5
+    look_alikes = packages(["d0", "d1", "d2", "d0", "d4", "d5"], ["s0", "s1", "s2", "s3", "s0", "s5"])
+    assert synopsis_pairs(look_alikes)[1]["text"] == "s5"
+    with pytest.raises(ValueError, match="two packages with different descriptions and synopses"):
+        synopsis_pairs(packages(["same", "same"], ["a", "b"]))
+
+
+def test_debian_synopsis_pairs_from_the_shared_data():
+    try:
+        corpus = load_corpus("debian-synopsis-pairs", splits=("valid", "test"))
+        source = load_corpus("debian-descriptions", splits=("valid", "test"))
+    except DataError as e:
+        pytest.skip(f"shared data not available: {e}")
+    assert corpus.task == "classification" and corpus.label_names == ["other_package", "synopsis"]
+    for split in ("valid", "test"):
+        rows_ = corpus.splits[split]
+        assert len(rows_) == 2 * len(source.splits[split]) and sum(r["label"] for r in rows_) * 2 == len(rows_)
+        own = {(r["target"], r["source"]) for r in source.splits[split]}
+        assert all(((r["text"], r["text_pair"]) in own) == bool(r["label"]) for r in rows_)
+    assert not {r["text_pair"] for r in corpus.splits["valid"]} & {r["text_pair"] for r in corpus.splits["test"]}

@@ -63,17 +63,18 @@ def test_pretraining_runs_first_then_every_task_fine_tunes_from_its_own(tmp_path
     for task, kind, seed, init_from in runner.calls[len(pre):]:
         assert task == "classification"
         assert init_from == str((tmp_path / "runs" / key / kind / f"seed{seed}").resolve())
-    assert len(runner.calls) == 3 + 3 * 3
+    assert len(runner.calls) == 3 + 3 * 4
     assert {(r["attention"], r["run_dir"]) for r in results["pretraining"]} == \
         {(k, f"runs/{key}/{k}/seed0") for k in ("vanilla", "random", "random+vanilla")}
     # the pretraining runs are no task of the report; the average is one
     groups = {g.key: g for g in build_groups(results["runs"])}
     assert set(groups) == {"classification-rotten-tomatoes", "classification-spam",
-                           "classification-bible-en-es-pairs", f"{GLUE_TASK}-{GLUE_DATA}"}
+                           "classification-bible-en-es-pairs", "classification-debian-synopsis-pairs",
+                           f"{GLUE_TASK}-{GLUE_DATA}"}
     avg = groups[f"{GLUE_TASK}-{GLUE_DATA}"]
-    assert avg.row("random+vanilla").metric_mean == pytest.approx(0.85, abs=0.01)  # 42/50, 85/100, 42/50
+    assert avg.row("random+vanilla").metric_mean == pytest.approx(0.85, abs=0.01)  # 42/50, 85/100, 42/50, 42/50
     assert avg.row("random").metric_mean == pytest.approx(0.70)
-    assert results["labels"][f"{GLUE_TASK}-{GLUE_DATA}"].startswith("GLUE-style average over 3")
+    assert results["labels"][f"{GLUE_TASK}-{GLUE_DATA}"].startswith("GLUE-style average over 4")
     assert (tmp_path / "report.md").is_file()
     # run again: everything is read back, nothing trained
     again = FakeRunner()
@@ -86,7 +87,7 @@ def test_a_failed_pretraining_fails_its_fine_tuning_runs_without_starting_them(t
     results, lines = run(tmp_path, runner)
     assert not [c for c in runner.calls if c[0] == "classification" and c[1] == "random"]
     failed = [r for r in results["runs"] if r["attention"] == "random"]
-    assert len(failed) == 4 and all("boom in random" in r["error"] for r in failed)  # 3 tasks + their average
+    assert len(failed) == 5 and all("boom in random" in r["error"] for r in failed)  # 4 tasks + their average
 
 
 def test_the_average_weights_each_task_once_and_keeps_a_bootstrap():

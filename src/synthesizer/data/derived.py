@@ -25,6 +25,27 @@ Why it is sound:
   English or Spanish, crosses from train into valid or test;
 * every English verse appears once with its translation and once without it, so the English side
   alone says nothing about the label.
+
+**debian-synopsis-pairs** (text-pair classification, labels ``other_package`` / ``synopsis``): does
+this one-line synopsis describe the package of this description? Built from ``debian-descriptions``
+(description -> synopsis). For every package i of a split, in file order, two examples:
+``(synopsis_i, description_i, synopsis)`` and ``(synopsis_j, description_i, other_package)``, where j
+is the first package from ``i + n // 2`` on (cyclically, n the split's size) whose synopsis and
+description both differ from i's. The synopsis comes first, so a description too long for the model
+loses its tail, not the synopsis.
+
+Why it is sound, and how it differs from the Bible task:
+
+* balanced, and neither side alone tells the label: every description appears once with its own
+  synopsis and once with another, and the shift by half a split makes j a near-bijection, so almost
+  every synopsis also appears once in each class;
+* the negative is far away in file order: the files are sorted by package name, and packages next
+  to each other often share a description almost word for word (``libfoo1``, ``libfoo-dev``), so a
+  nearby negative could describe the package as well as its own synopsis. Half a split away, it is
+  another package, whatever its topic. The cue is the words the synopsis shares with the
+  description (as in GLUE's MRPC and QQP, where lexical overlap is strong): a model has to relate
+  the tokens of one segment to those of the other, which a model without token mixing cannot;
+* each split is built from that split alone, so no package crosses splits.
 """
 
 from __future__ import annotations
@@ -62,6 +83,25 @@ def _negative(rows: list[dict], i: int, neighbours: int) -> int:
     raise ValueError(f"translation split has no target other than {target[:40]!r}: cannot draw a negative")
 
 
+SYNOPSIS_LABELS = ("other_package", "synopsis")
+
+
+def synopsis_pairs(rows: list[dict]) -> list[dict]:
+    """Balanced ``{"text": synopsis, "text_pair": description, "label"}`` rows (label 1: the synopsis is the
+    description's own) from one split of ``{"source": description, "target": synopsis}`` rows (module docstring)."""
+    n = len(rows)
+    out = []
+    for i, row in enumerate(rows):
+        j = next((j % n for j in range(i + n // 2, i + n // 2 + n)
+                  if rows[j % n]["target"] != row["target"] and rows[j % n]["source"] != row["source"]), None)
+        if j is None:
+            raise ValueError(f"a summarization split needs two packages with different descriptions and synopses to "
+                             f"draw a negative from; every other one repeats {row['target'][:40]!r}")
+        out.append({"text": row["target"], "text_pair": row["source"], "label": 1})
+        out.append({"text": rows[j]["target"], "text_pair": row["source"], "label": 0})
+    return out
+
+
 @dataclass(frozen=True)
 class DerivedCorpus:
     """A built-in corpus made on load from ``source`` (a built-in corpus) by ``build`` per split."""
@@ -76,6 +116,8 @@ class DerivedCorpus:
 DERIVED: dict[str, DerivedCorpus] = {
     "bible-en-es-pairs": DerivedCorpus("bible-en-es", "classification", translation_pairs, PAIR_LABELS,
                                        f"verse pairs, negatives from the {NEIGHBOURS} nearest verses"),
+    "debian-synopsis-pairs": DerivedCorpus("debian-descriptions", "classification", synopsis_pairs, SYNOPSIS_LABELS,
+                                           "synopsis-description pairs, negatives half a split away"),
 }
 
 

@@ -202,13 +202,16 @@ _GLUE_MODEL = ("model.d_model=64", "model.n_heads=4", "model.n_layers=1", "model
 _GLUE_FINETUNE = (*_GLUE_MODEL, "batch.max_len=64", "batch.max_tokens=2048", "train.max_steps=60", "train.lr=2e-3",
                   "train.warmup_steps=6", "train.eval_every=30", "train.log_every=10")
 PRESETS["glue"] = PretrainedPreset(
-    "glue", "pretrained with span corruption, then fine-tuned: sentiment, spam, English-Spanish translation pairs "
-    "(a GLUE-style average)", "accuracy (average over tasks)", (
+    "glue", "pretrained with span corruption, then fine-tuned: sentiment, spam, English-Spanish translation pairs, "
+    "synopsis-description pairs (a GLUE-style average)", "accuracy (average over tasks)", (
         PresetTask("cls-rotten-small", ("data.limit=4000", *_GLUE_FINETUNE), "sentiment (Rotten Tomatoes), fine-tuned"),
         # no data.limit: the spam train file lists every ham e-mail first
         PresetTask("cls-spam-small", _GLUE_FINETUNE, "spam (SpamAssassin), fine-tuned"),
         PresetTask("cls-bible-pairs-small", ("data.limit=4000", *_GLUE_FINETUNE),
                    "translation pairs en-es (Bible verses), fine-tuned"),
+        # the synopsis first (a few words), then the description cut to fit: 64 tokens hold its opening
+        PresetTask("cls-debian-pairs-small", ("data.limit=4000", *_GLUE_FINETUNE, "model.on_too_long=truncate"),
+                   "synopsis-description pairs (Debian packages), fine-tuned"),
     ),
     pretrain=PresetTask("pretrain-text-small", (
         # the packaged SOTU subset: the full addresses would make most of the (tokenized) text
