@@ -405,6 +405,30 @@ def test_a_task_without_a_standard_size_is_refused_before_any_run(tmp_path, monk
         task_overrides(PRESETS["fake"].tasks[0], "huge")
 
 
+def test_a_task_left_out_of_the_standard_size_for_a_reason_is_skipped_and_the_report_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    why = "vanilla still learning after 3000 steps"
+    tasks = (PresetTask("lm-sotu-small", ("train.max_steps=3",), "kept", standard=("train.max_steps=9",)),
+             PresetTask("cls-rotten-small", ("train.max_steps=3",), "left out", not_standard=why))
+    monkeypatch.setitem(PRESETS, "fake", Preset("fake", "a fake preset", "perplexity", tasks))
+    runner, lines = FakeRunner(), []
+    results = run_comparison("fake", "standard", kinds=["vanilla"], out=tmp_path, heatmaps=False, run_fn=runner,
+                             config_fn=config_fn, load_fn=load_fn, log=lines.append)
+    assert runner.calls == [("vanilla", 0, False, 9)]
+    assert f"cls-rotten-small: left out at the standard size ({why})" in lines
+    assert results["left_out"] == {"cls-rotten-small": why} == load_results(tmp_path)["left_out"]
+    from synthesizer.report.document import _header
+    assert f"left out at this size: `cls-rotten-small` ({why})" in _header(results)[1][1]
+    quick = FakeRunner()
+    run_comparison("fake", "quick", kinds=["vanilla"], out=tmp_path / "quick", heatmaps=False, run_fn=quick,
+                   config_fn=config_fn, load_fn=load_fn, log=lines.append)
+    assert len(quick.calls) == 1  # both tasks at the quick size (the fake config gives them the same data)
+    monkeypatch.setitem(PRESETS, "fake", Preset("fake", "a fake preset", "perplexity", tasks[1:]))
+    with pytest.raises(ValueError, match=f"preset 'fake' has no task at the standard size: cls-rotten-small: {why}"):
+        run_comparison("fake", "standard", kinds=["vanilla"], out=tmp_path / "none", run_fn=FakeRunner(),
+                       config_fn=config_fn, load_fn=load_fn)
+
+
 def test_compare_help_says_what_each_size_is_for(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])

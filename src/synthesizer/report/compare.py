@@ -44,7 +44,7 @@ from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
 from .claims import GLUE_DATA, GLUE_TASK, evaluate_claims, trivial_key, verdict_reason
 from .document import build_report
-from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, steps_overrides, task_overrides
+from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, sized_tasks, steps_overrides, task_overrides
 from .results import FILENAME, empty_results, load_results, merge_results, put_run, save_results
 from .tables import build_groups, group_key, group_label, speed_unit, table_rows, text_table
 
@@ -108,7 +108,10 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     kinds = check_kinds(list(kinds or DEFAULT_KINDS) + list(spec.baselines if baselines is None else baselines))
     extra = steps_overrides(steps) if steps is not None else []
-    sized = [(t, task_overrides(t, size, preset)) for t in spec.tasks]  # every task has the size, or nothing runs
+    runnable, left_out = sized_tasks(spec, size)
+    sized = [(t, task_overrides(t, size, preset)) for t in runnable]  # every task has the size, or nothing runs
+    for config, why in left_out.items():
+        log(f"{config}: left out at the {size} size ({why})")
     tasks = []
     for t, size_overrides in sized:
         base = config_fn(t.config, [*size_overrides, *extra, *overrides])
@@ -121,7 +124,7 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
     out = Path(out or f"runs/compare-{preset}-{size}")
     with FolderLock(out, "comparison folder"):  # held until the report is written
         return _compare(preset, size, kinds, seeds, out, tasks, jobs, threads, heatmaps, command, run_fn, load_fn, log,
-                        pretrain)
+                        pretrain, left_out)
 
 
 def _preset_label(task, base, preset) -> str:
@@ -133,7 +136,7 @@ def _preset_label(task, base, preset) -> str:
 
 def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, tasks: list, jobs: int,
              threads: int | None, heatmaps: bool, command: str, run_fn: Callable, load_fn: Callable,
-             log: Callable[[str], None], pretrain=None) -> dict:
+             log: Callable[[str], None], pretrain=None, left_out: dict | None = None) -> dict:
     """The body of :func:`run_comparison`, run while ``out`` is locked. With a ``pretrain`` config, every
     (kind, seed) is pretrained first and every task then fine-tunes from that run (``init_from``)."""
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
@@ -142,6 +145,8 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
     if preset not in results["presets"]:
         results["presets"].append(preset)
     results["size"] = size
+    if left_out:
+        results.setdefault("left_out", {}).update(left_out)
     if command and command not in results["commands"]:
         results["commands"].append(command)
 

@@ -47,6 +47,8 @@ def _header(results: dict) -> list[Block]:
     if (m.get("parallel_runs") or 1) > 1:
         items.append(f"speeds: runs trained {m['parallel_runs']} at a time, so a run's speed also depends on the run "
                      "beside it; `synthesizer bench model` times the variants one at a time")
+    for config, why in (results.get("left_out") or {}).items():
+        items.append(f"left out at this size: `{config}` ({why})")
     if results.get("sessions"):
         items.append(f"finished: {results['sessions'][-1].get('finished', '?')}")
     blocks.append(("list", items))

@@ -88,6 +88,8 @@ def merge_results(parts: list[dict]) -> dict:
         merged["wall_time_s"] += float(part.get("wall_time_s") or 0.0)
         merged["sessions"] += part.get("sessions", [])
         merged["labels"].update(part.get("labels", {}))
+        if part.get("left_out"):
+            merged.setdefault("left_out", {}).update(part["left_out"])
         if part.get("machine") and part["machine"] != merged["machine"]:
             merged.setdefault("other_machines", []).append(part["machine"])
         for run in part["runs"]:
