@@ -117,13 +117,21 @@ PRESETS: dict[str, Preset] = {
     "summarization": Preset("summarization", "Debian package description to synopsis", "ROUGE-L", (
         # the first 64 tokens of a description (median: 55 words) hold its opening sentence,
         # which the synopsis condenses
+        # No standard size yet. Measured: vanilla (0.2.0, seed 0), the quick model on all 42,539 training
+        # pairs, 2000 steps: test ROUGE-L 19.4 against 13.6 for copying the source, but its validation loss
+        # still fell 2.1% over the last quarter (3.479 at step 1500, 3.405 at 2000), at 15 min a run
         PresetTask("summarization-debian-small", ("data.limit=8000", "batch.max_src_len=64", "model.max_len=64",
                                                   "train.max_steps=240", *_QUICK_SEQ2SEQ),
                    "summarization (Debian descriptions)"),), baselines=("none",)),
     "dialogue": Preset("dialogue", "chit-chat replies given the last turns", "BLEU-1 / ROUGE-L", (
         PresetTask("dialogue-chitchat-small", ("data.limit=8000", "batch.max_src_len=96", "batch.max_tgt_len=48",
                                                "model.max_len=96", "train.max_steps=240", "eval.max_new_tokens=48",
-                                               *_QUICK_SEQ2SEQ), "dialogue (chitchat)"),), baselines=("none",)),
+                                               *_QUICK_SEQ2SEQ), "dialogue (chitchat)",
+                   not_standard="measured with 0.2.0: the quick model's validation loss flattened by step 2000 "
+                                "(0.9% over the last quarter), and its test BLEU-1 is 4.7 against 7.5 for copying "
+                                "the source (ROUGE-L 5.8 against 9.5): its short generic replies lose to the "
+                                "history's words, so vanilla has no gain over the trivial predictor to compare"),),
+        baselines=("none",)),
     # The paper's encoding-only comparison puts Linformer next to factorized_random.
     "classification": Preset("classification", "sentiment (Rotten Tomatoes) and spam filtering", "accuracy", (
         PresetTask("cls-rotten-small", ("data.limit=6000", "tokenizer.vocab_size=2000", "model.d_model=64",
