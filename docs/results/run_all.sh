@@ -29,6 +29,8 @@ synthesizer compare --preset lm --size quick --seeds 3 --jobs 2 --baselines dyna
 synthesizer compare --render $out/lm-quick-0.2 --out docs/results/lm-quick
 synthesizer compare --preset diagnostics --size standard --seeds 3 --jobs 2 --out $out/diagnostics-standard
 synthesizer compare --render $out/diagnostics-standard --out docs/results/diagnostics
+synthesizer compare --preset lm --size standard --seeds 3 --jobs 2 --out $out/lm-standard-0.2
+synthesizer compare --render $out/lm-standard-0.2 --out docs/results/lm
 for name in summarization dialogue; do
   synthesizer compare --render $out/$name --out docs/results/$name
 done
