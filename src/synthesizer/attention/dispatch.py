@@ -19,7 +19,7 @@ d_model 512, 8 heads, seq 1024; see the README's benchmark table, reproduced by
   mask that requires grad) runs sdpa's math kernel on CPU, which keeps (B, H, n, n) tensors like the
   reference: a candidate there (``impl="sdpa_bias"``), never the default;
 - ``factorized_dense`` alone: ``factorized_dense`` (its logits generated block by block from the
-  per-token factors): 1.08x / 1.85x the plain layer at seq 1024 / 2048, and 1.55x the plain layer's
+  per-token factors): 1.07x / 1.34x the plain layer at seq 1024 / 2048, and 1.49x the plain layer's
   peak memory at seq 2048 against 11.3x for the reference path (figures in ``ops/factorized_dense.py``);
 - anything else (mixtures with ``factorized_dense``, a registered component with general logits):
   ``reference``.

@@ -12,10 +12,10 @@ the key axis viewed as (a, b), ``dPa[i, p] = sum_q dS[i, p, q] Pb[i, q]`` and
 against 13 ms for P^T go on such a block).
 
 Measured on the idle machine (batch 8, d_model 512, 8 heads, non-causal, forward+backward, 2 threads,
-ratios to the plain scaled_dot_product_attention layer of the same run): 1.08x at seq 1024, 1.85x at
-seq 2048 (the forward alone 1.8x: building the block's logits from the factors is elementwise work
-with no fused kernel); peak memory at seq 2048 1.55x the plain layer (451 MiB against 291), against
-11.3x for the reference path, which is why it is the default.
+ratios to the plain scaled_dot_product_attention layer of the same run; docs/bench/cpu-b8): 1.07x at
+seq 1024, 1.34x at seq 2048 (building the block's logits from the factors is elementwise work with no
+fused kernel); peak memory at seq 2048 1.49x the plain layer (435 MiB against 291), against 11.3x for
+the reference path, which is why it is the default.
 
 The layer hands the factors over as ``scores.q`` (Pa) and ``scores.k`` (Pb): they come from the
 component's ``features``, which for this component returns the factors, not a dot product.
