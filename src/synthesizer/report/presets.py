@@ -182,7 +182,12 @@ PRESETS["listops"] = Preset("listops", "ListOps (Long Range Arena) on generated 
     # quick: a 64-wide encoder for 120 steps of 2048 tokens; the lists are 89 tokens long on average
     PresetTask("listops-small", ("data.limit=4000", "model.d_model=64", "model.d_ff=256", "batch.max_tokens=2048",
                                  "train.max_steps=120", "train.warmup_steps=12", "train.eval_every=60",
-                                 "train.log_every=10"), "ListOps (lists of 16-254 tokens)"),
+                                 "train.log_every=10"), "ListOps (lists of 16-254 tokens)",
+               # standard, measured: vanilla (0.2.0, seed 0) on the whole generated train split, 2000 steps:
+               # validation loss 1.771 at step 1500, 1.753 at 2000 (1.0%), test accuracy 0.346 against 0.163
+               # for the majority class (it reached 0.33 by step 500); 6 min a run beside another job
+               standard=("model.d_model=64", "model.d_ff=256", "batch.max_tokens=2048", "train.max_steps=2000",
+                         "train.warmup_steps=100", "train.eval_every=250", "train.log_every=50")),
 ), baselines=("none",))
 # standard, measured with vanilla (seed 0): recall went from 0.27 to 1.00 validation accuracy between steps
 # 1500 and 2000 of 3000 (100000 rows); multi-query recall reached 1.00 by step 1000; reversal 0.996 by step
