@@ -109,7 +109,7 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
     kinds = check_kinds(list(kinds or DEFAULT_KINDS) + list(spec.baselines if baselines is None else baselines))
     extra = steps_overrides(steps) if steps is not None else []
     runnable, left_out = sized_tasks(spec, size)
-    sized = [(t, task_overrides(t, size, preset)) for t in runnable]  # every task has the size, or nothing runs
+    sized = [(t, task_overrides(t, size, preset)) for t in runnable]  # each one left has the size, or nothing runs
     for config, why in left_out.items():
         log(f"{config}: left out at the {size} size ({why})")
     tasks = []
