@@ -126,6 +126,37 @@ def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatc
     assert third.calls == []  # everything finished: nothing retrained
 
 
+def test_a_comparison_resumes_from_its_results_json_alone(tmp_path, monkeypatch):
+    # as on another machine: the run folders (checkpoints) are gone, the committed results.json is not
+    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    run(tmp_path, FakeRunner(stop={"random+vanilla"}))  # interrupted before the end-of-comparison maps
+    saved = load_results(tmp_path)
+    assert set(saved["attention"]["lm-sotu"]) == {"vanilla", "random"}  # taken as each run finished
+    shutil.rmtree(tmp_path / "runs")
+    runner = FakeRunner()
+    results, lines = run(tmp_path, runner, seeds=2)
+    assert sorted(runner.calls) == sorted([("random+vanilla", 0, False, 200)]
+                                          + [(k, 1, False, 200) for k in ("vanilla", "random", "random+vanilla")])
+    assert any("2 finished run(s) recorded in" in line and "kept, not retrained" in line for line in lines)
+    assert len(results["runs"]) == 6 and not any("error" in r for r in results["runs"])
+    assert {k: len(v) for k, v in results["attention"]["lm-sotu"].items()} == {
+        "vanilla": 2, "random": 2, "random+vanilla": 2}  # each kind's from its seed-0 run
+
+
+def test_a_finished_run_with_another_config_is_refused_not_mixed_in(tmp_path, monkeypatch):
+    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    run(tmp_path, FakeRunner(), heatmaps=False, steps=5)
+    with pytest.raises(ValueError, match=r"runs/lm-sotu/vanilla/seed0 finished with train.max_steps=5, but this "
+                                         r"comparison trains train.max_steps=7; give the comparison a new --out"):
+        run(tmp_path, FakeRunner(), heatmaps=False, steps=7)
+    shutil.rmtree(tmp_path / "runs")  # the same from the results.json record alone
+    with pytest.raises(ValueError, match="finished with train.max_steps=5"):
+        run(tmp_path, FakeRunner(), heatmaps=False, steps=7)
+    runner = FakeRunner()
+    run(tmp_path, runner, heatmaps=False, steps=5)
+    assert runner.calls == []  # the same options as before: every run kept
+
+
 def test_finished_runs_of_an_older_synthesizer_are_refused_not_mixed_in(tmp_path, monkeypatch):
     from safetensors.torch import load_file, save_file
     from torch import nn

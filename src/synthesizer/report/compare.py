@@ -6,7 +6,11 @@
 
 Runs live in ``OUT/runs/<task>-<data>/<kind>/seed<k>/``. A run whose ``result.json`` exists is
 read back, not retrained; a folder left by an interrupted run is resumed (``run_experiment(resume=True)``),
-so running the same command again finishes an interrupted comparison. With ``--jobs N`` the runs
+so running the same command again finishes an interrupted comparison. A run recorded as finished in
+``OUT/results.json`` whose folder is gone counts as done too, so a comparison spread over machines
+resumes from its ``results.json`` alone (the folders, with their checkpoints, need not travel; a run's
+attention maps are taken into ``results.json`` as soon as the first seed of its kind finishes). A
+finished run whose recorded config is not the one the command would train is refused, not mixed in. With ``--jobs N`` the runs
 train N at a time, each in its own process (small models use few cores well, so on a 2-core machine
 two one-thread runs finish a comparison almost twice as fast as one). ``OUT/results.json`` is
 updated after every run; ``OUT/report.md``, ``OUT/report.html`` and the PNGs are written at the end.
@@ -45,7 +49,7 @@ from .attention_maps import run_attention_maps
 from .claims import GLUE_DATA, GLUE_TASK, evaluate_claims, trivial_key, verdict_reason
 from .document import build_report
 from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, sized_tasks, steps_overrides, task_overrides
-from .results import FILENAME, empty_results, load_results, merge_results, put_run, save_results
+from .results import FILENAME, empty_results, load_results, merge_results, put_run, run_key, save_results
 from .tables import build_groups, group_key, group_label, speed_unit, table_rows, text_table
 
 
@@ -158,7 +162,8 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
     if threads:
         results["machine"]["torch_threads"] = threads
 
-    plan, planned = [], set()
+    recorded = {run_key(r): r for r in results["runs"] if "error" not in r}
+    plan, planned, kept = [], set(), 0
     for seed in range(seeds):
         for _, base, label in tasks:
             key = group_key(base.task, data_name(base))
@@ -166,9 +171,22 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
                 results["labels"][key] = label
             for kind in kinds:
                 run_dir = out / "runs" / key / kind / f"seed{seed}"
-                if run_dir not in planned:  # two tasks given the same data train it once
-                    planned.add(run_dir)
-                    plan.append((base, kind, seed, run_dir))
+                if run_dir in planned:  # two tasks given the same data train it once
+                    continue
+                planned.add(run_dir)
+                record = recorded.get((base.task, data_name(base), kind, seed))
+                finished = run_dir / "result.json"
+                if finished.exists():
+                    record = json.loads(finished.read_text(encoding="utf-8"))
+                if record is not None:
+                    _check_same_config(record, dataclasses.replace(base.with_attention(kind), seed=seed),
+                                       run_dir.relative_to(out))
+                if record is not None and not finished.exists():
+                    kept += 1  # recorded in results.json, trained elsewhere or its folder removed
+                    continue
+                plan.append((base, kind, seed, run_dir))
+    if kept:
+        log(f"{kept} finished run(s) recorded in {out / FILENAME} without their folders: kept, not retrained")
     interrupted = False
     try:
         if pretrain is not None:
@@ -194,6 +212,8 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
                 if speed is not None:
                     record["train_tokens_per_s_median"] = speed
                 put_run(results, record)
+                if heatmaps and seed == 0 and "error" not in record:  # while its checkpoint is surely here
+                    _add_attention_maps(results, out, load_fn, log, only=record)
                 save_results(results, out)
                 log(f"{where}: {_summary(record, took)}")
     except KeyboardInterrupt:
@@ -441,6 +461,33 @@ def _run_one(cfg, kind: str, seed: int, run_dir: Path, run_fn: Callable,
     return result, time.perf_counter() - t0
 
 
+def _check_same_config(record: dict, cfg, where: Path) -> None:
+    """ValueError if the finished run ``record`` was trained with another config than ``cfg`` (the same
+    command with other overrides, or another version's preset): its numbers would answer another question."""
+    if "config" not in record:  # a fake's or a failed run's record: nothing to compare
+        return
+    ours = _flatten(json.loads(json.dumps(cfg.to_dict())))
+    theirs = _flatten(record["config"])
+    for name in sorted(set(ours) | set(theirs)):
+        if name.endswith("init_from"):  # where the pretraining folder was: not what was trained
+            continue
+        if ours.get(name) != theirs.get(name):
+            raise ValueError(f"{where} finished with {name}={theirs.get(name)!r}, but this comparison trains "
+                             f"{name}={ours.get(name)!r}; give the comparison a new --out folder (or the same "
+                             "options as before)")
+
+
+def _flatten(config: dict, prefix: str = "") -> dict:
+    """``{"train": {"lr": 1e-3}}`` -> ``{"train.lr": 1e-3}``."""
+    flat = {}
+    for name, value in config.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
 def _failure(cfg, kind: str, seed: int, error: str) -> dict:
     """The record of a run that failed: the report lists it, the comparison goes on."""
     return {"task": cfg.task, "data": data_name(cfg), "attention": kind, "seed": seed, "error": error}
@@ -473,9 +520,11 @@ def _summary(record: dict, took: float) -> str:
     return text + (f", {took:.0f} s in all" if took else " (done earlier)")
 
 
-def _add_attention_maps(results: dict, out: Path, load_fn: Callable, log: Callable[[str], None]) -> None:
-    """Attention maps of the first seed of every kind that trained, once (kept in results.json)."""
-    for run in sorted(results["runs"], key=lambda r: r.get("seed", 0)):
+def _add_attention_maps(results: dict, out: Path, load_fn: Callable, log: Callable[[str], None],
+                        only: dict | None = None) -> None:
+    """Attention maps of the first seed of every kind that trained, once (kept in results.json); ``only``:
+    of that run record alone, if its kind has none yet."""
+    for run in [only] if only is not None else sorted(results["runs"], key=lambda r: r.get("seed", 0)):
         if "error" in run or "run_dir" not in run:
             continue
         maps = results["attention"].setdefault(group_key(run["task"], run["data"]), {})
