@@ -36,3 +36,5 @@ for name in summarization dialogue; do
 done
 synthesizer compare --render $out/mt-1200 --out docs/results/mt
 synthesizer compare --render $out/mt --out docs/results/mt-400
+synthesizer compare --preset listops --size standard --seeds 3 --jobs 2 --out $out/listops-standard
+synthesizer compare --render $out/listops-standard --out docs/results/listops
