@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .forms import FEATURES
@@ -55,9 +56,17 @@ class DenseLogits(nn.Module):
         return self.queries(x) @ w2.transpose(-1, -2).unsqueeze(0) + b2.unsqueeze(0).unsqueeze(-2)
 
     def features(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """q (B, H, n, dh+1) and k (B, H, n, dh+1), k expanded over the batch, with q k^T equal to the logits."""
-        q = self.queries(x)
-        q = torch.cat([q, q.new_ones(q.shape[:-1] + (1,))], dim=-1)
+        """q (B, H, n, dh+1) and k (B, H, n, dh+1), k expanded over the batch, with q k^T equal to the logits.
+
+        q's constant feature comes out of the same product as the others: each head's W1 gets a zero row
+        and b1 a 1, and relu(0 x + 1) = 1. So q is the one tensor that relu keeps for backward, not that
+        plus a concatenated copy (32 MiB less at batch 8, seq 2048, d_model 512)."""
+        d_model = x.shape[-1]
+        w1 = self.hidden.weight.view(self.n_heads, -1, d_model)
+        b1 = self.hidden.bias.view(self.n_heads, -1)
+        w1 = torch.cat([w1, w1.new_zeros(self.n_heads, 1, d_model)], dim=1).flatten(0, 1)
+        b1 = torch.cat([b1, b1.new_ones(self.n_heads, 1)], dim=1).flatten()
+        q = split_heads(torch.relu_(F.linear(x, w1, b1)), self.n_heads)  # linear keeps x, not its output
         w2, b2 = self.key_matrix(x.shape[1])
         k = torch.cat([w2, b2.unsqueeze(-1)], dim=-1).unsqueeze(0)
         return q, k.expand(x.shape[0], self.n_heads, -1, -1)
