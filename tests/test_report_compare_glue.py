@@ -54,6 +54,25 @@ def run(tmp_path, runner, **kw):
     return results, lines
 
 
+def test_a_finished_glue_comparison_resumes_from_results_json_without_pretraining_again(tmp_path):
+    import shutil
+
+    run(tmp_path, FakeRunner())
+    shutil.rmtree(tmp_path / "runs")  # as on another machine: only results.json came along
+    runner = FakeRunner()
+    results, lines = run(tmp_path, runner, seeds=2)
+    tasks = len(PRESETS["glue"].tasks)
+    # seed 1 only: its three pretraining runs, then every task from them; seed 0 is kept, not pretrained again
+    assert sorted(c[1:3] for c in runner.calls if c[0] == "pretrain") == [("random", 1), ("random+vanilla", 1),
+                                                                         ("vanilla", 1)]
+    assert len([c for c in runner.calls if c[0] != "pretrain"]) == 3 * tasks
+    assert all(c[2] == 1 for c in runner.calls)
+    assert any(f"{3 * tasks} finished run(s) recorded in" in line for line in lines)
+    averages = [r for r in results["runs"] if r["task"] == GLUE_TASK]
+    assert sorted((r["attention"], r["seed"]) for r in averages) == sorted(
+        (k, s) for k in ("vanilla", "random", "random+vanilla") for s in (0, 1))
+
+
 def test_pretraining_runs_first_then_every_task_fine_tunes_from_its_own(tmp_path):
     runner = FakeRunner()
     results, lines = run(tmp_path, runner)

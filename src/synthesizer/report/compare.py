@@ -10,9 +10,9 @@ so running the same command again finishes an interrupted comparison. A run reco
 ``OUT/results.json`` whose folder is gone counts as done too, so a comparison spread over machines
 resumes from its ``results.json`` alone (the folders, with their checkpoints, need not travel; a run's
 attention maps are taken into ``results.json`` as soon as the first seed of its kind finishes). A
-finished run whose recorded config is not the one the command would train is refused, not mixed in. With ``--jobs N`` the runs
-train N at a time, each in its own process (small models use few cores well, so on a 2-core machine
-two one-thread runs finish a comparison almost twice as fast as one). ``OUT/results.json`` is
+finished run whose recorded config is not the one the command would train is refused, not mixed in.
+With ``--jobs N`` the runs train N at a time, each in its own process (small models use few cores
+well, so on a 2-core machine two one-thread runs finish a comparison almost twice as fast as one). ``OUT/results.json`` is
 updated after every run; ``OUT/report.md``, ``OUT/report.html`` and the PNGs are written at the end.
 Each run's record carries ``provenance`` (its data.json: corpus, origin, split and tokenizer hashes).
 ``OUT`` is locked while a comparison runs in it: a second ``compare`` on the same ``--out`` is refused
@@ -190,7 +190,9 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
     interrupted = False
     try:
         if pretrain is not None:
-            pretrained = _pretrain(pretrain, kinds, seeds, out, results, run_fn, jobs, threads, log)
+            # only where a fine-tuning run is left to train: finished ones need no pretraining folder
+            needed = list(dict.fromkeys((kind, seed) for _, kind, seed, _ in plan))
+            pretrained = _pretrain(pretrain, needed, out, results, run_fn, jobs, threads, log)
             interrupted = pretrained is None
             plan = [] if interrupted else _from_pretrained(plan, pretrained, results, out)
         with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
@@ -241,13 +243,13 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
     return results
 
 
-def _pretrain(cfg, kinds: list[str], seeds: int, out: Path, results: dict, run_fn: Callable, jobs: int,
+def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_fn: Callable, jobs: int,
               threads: int | None, log: Callable[[str], None]) -> dict | None:
-    """Run (or read back) the pretraining run of every (kind, seed), ``jobs`` at a time; keep their records
-    in ``results["pretraining"]`` (not among the runs: they are no task of the report). Returns
-    ``{(kind, seed): (run folder, error or None)}``, or None when interrupted."""
+    """Run (or read back) the pretraining run of every (kind, seed) in ``needed``, ``jobs`` at a time; keep
+    their records in ``results["pretraining"]`` (not among the runs: they are no task of the report).
+    Returns ``{(kind, seed): (run folder, error or None)}``, or None when interrupted."""
     key = group_key(cfg.task, data_name(cfg))
-    plan = [(cfg, kind, seed, out / "runs" / key / kind / f"seed{seed}") for seed in range(seeds) for kind in kinds]
+    plan = [(cfg, kind, seed, out / "runs" / key / kind / f"seed{seed}") for kind, seed in needed]
     done_runs: dict = {}
     kept = {(r["attention"], r.get("seed", 0)): r for r in results.get("pretraining", [])}
     with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
