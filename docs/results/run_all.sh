@@ -34,7 +34,7 @@ synthesizer compare --render $out/lm-standard-0.2 --out docs/results/lm
 for name in summarization dialogue; do
   synthesizer compare --render $out/$name --out docs/results/$name
 done
-synthesizer compare --render $out/mt-1200 --out docs/results/mt
-synthesizer compare --render $out/mt --out docs/results/mt-400
 synthesizer compare --preset listops --size standard --seeds 3 --jobs 2 --out $out/listops-standard
 synthesizer compare --render $out/listops-standard --out docs/results/listops
+synthesizer compare --preset mt --size standard --seeds 3 --jobs 2 --out $out/mt-standard
+synthesizer compare --render $out/mt-standard --out docs/results/mt
