@@ -1,6 +1,7 @@
 """The glue preset: pretraining runs first, fine-tuning runs from them, the GLUE-style average and claim 7."""
 
 import json
+import shutil
 
 import pytest
 
@@ -55,8 +56,6 @@ def run(tmp_path, runner, **kw):
 
 
 def test_a_finished_glue_comparison_resumes_from_results_json_without_pretraining_again(tmp_path):
-    import shutil
-
     run(tmp_path, FakeRunner())
     shutil.rmtree(tmp_path / "runs")  # as on another machine: only results.json came along
     runner = FakeRunner()

@@ -12,8 +12,9 @@ resumes from its ``results.json`` alone (the folders, with their checkpoints, ne
 attention maps are taken into ``results.json`` as soon as the first seed of its kind finishes). A
 finished run whose recorded config is not the one the command would train is refused, not mixed in.
 With ``--jobs N`` the runs train N at a time, each in its own process (small models use few cores
-well, so on a 2-core machine two one-thread runs finish a comparison almost twice as fast as one). ``OUT/results.json`` is
-updated after every run; ``OUT/report.md``, ``OUT/report.html`` and the PNGs are written at the end.
+well, so on a 2-core machine two one-thread runs finish a comparison almost twice as fast as one).
+``OUT/results.json`` is updated after every run; ``OUT/report.md``, ``OUT/report.html`` and the PNGs
+are written at the end.
 Each run's record carries ``provenance`` (its data.json: corpus, origin, split and tokenizer hashes).
 ``OUT`` is locked while a comparison runs in it: a second ``compare`` on the same ``--out`` is refused
 at once (each run folder is locked as well, against a ``synthesizer train`` into it).
@@ -174,16 +175,16 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
                 if run_dir in planned:  # two tasks given the same data train it once
                     continue
                 planned.add(run_dir)
-                record = recorded.get((base.task, data_name(base), kind, seed))
                 finished = run_dir / "result.json"
-                if finished.exists():
-                    record = json.loads(finished.read_text(encoding="utf-8"))
+                in_folder = finished.exists()
+                record = (json.loads(finished.read_text(encoding="utf-8")) if in_folder
+                          else recorded.get((base.task, data_name(base), kind, seed)))
                 if record is not None:
                     _check_same_config(record, dataclasses.replace(base.with_attention(kind), seed=seed),
                                        run_dir.relative_to(out))
-                if record is not None and not finished.exists():
-                    kept += 1  # recorded in results.json, trained elsewhere or its folder removed
-                    continue
+                    if not in_folder:  # recorded in results.json, trained elsewhere or its folder removed
+                        kept += 1
+                        continue
                 plan.append((base, kind, seed, run_dir))
     if kept:
         log(f"{kept} finished run(s) recorded in {out / FILENAME} without their folders: kept, not retrained")
@@ -466,28 +467,19 @@ def _run_one(cfg, kind: str, seed: int, run_dir: Path, run_fn: Callable,
 def _check_same_config(record: dict, cfg, where: Path) -> None:
     """ValueError if the finished run ``record`` was trained with another config than ``cfg`` (the same
     command with other overrides, or another version's preset): its numbers would answer another question."""
+    from ..tasks.config import flatten_config
+
     if "config" not in record:  # a fake's or a failed run's record: nothing to compare
         return
-    ours = _flatten(json.loads(json.dumps(cfg.to_dict())))
-    theirs = _flatten(record["config"])
+    ours = flatten_config(json.loads(json.dumps(cfg.to_dict())))  # as JSON stores it (tuples become lists)
+    theirs = flatten_config(record["config"])
     for name in sorted(set(ours) | set(theirs)):
-        if name.endswith("init_from"):  # where the pretraining folder was: not what was trained
+        if name == "init_from":  # where the pretraining folder was: not what was trained
             continue
         if ours.get(name) != theirs.get(name):
             raise ValueError(f"{where} finished with {name}={theirs.get(name)!r}, but this comparison trains "
                              f"{name}={ours.get(name)!r}; give the comparison a new --out folder (or the same "
                              "options as before)")
-
-
-def _flatten(config: dict, prefix: str = "") -> dict:
-    """``{"train": {"lr": 1e-3}}`` -> ``{"train.lr": 1e-3}``."""
-    flat = {}
-    for name, value in config.items():
-        if isinstance(value, dict) and value:
-            flat.update(_flatten(value, f"{prefix}{name}."))
-        else:
-            flat[f"{prefix}{name}"] = value
-    return flat
 
 
 def _failure(cfg, kind: str, seed: int, error: str) -> dict:

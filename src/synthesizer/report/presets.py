@@ -115,8 +115,8 @@ PRESETS: dict[str, Preset] = {
                    # standard, measured: vanilla (0.2.0, seed 0) on the paragraphs of at most 16 words (22,885
                    # train pairs, 738 test), 3000 steps: validation loss 2.528 at step 2250, 2.511 at 3000 (0.7%),
                    # test BLEU 15.8 (400 test pairs) against 7.5 for copying the source; at 1500 steps it was
-                   # still falling (3% over the last quarter, BLEU 10.8); 8 min a run beside another job. 59 of
-                   # the train pairs and 6 of the test ones have a side longer than 64 tokens, cut there.
+                   # still falling (3% over the last quarter, BLEU 10.8); 8 min a run beside another job. 59 train
+                   # and 6 test sequences (sources or targets) are longer than 64 tokens and cut there.
                    # 3 seeds of every kind and none, both corpora: 91 min; vanilla 5.68 ± 0.55 / 15.59 ± 0.10
                    # BLEU, the other kinds within a point of it, none 4.82 / 12.54 (docs/results/mt)
                    standard=_standard_seq2seq(3000, *_STANDARD_MT)),

@@ -328,6 +328,17 @@ class ExperimentConfig:
         return check_kind(self.model.get("attention", ModelConfig.attention))
 
 
+def flatten_config(config: dict) -> dict:
+    """``{"train.lr": 0.001, "model.d_model": 16, "seed": 0, ...}`` of a config dict (``to_dict()``)."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and key != "seed":
+            out.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
 def _in_section(section: str, build: Callable[[], Any]) -> Any:
     """``build()``, with a ValueError that names a field (``lr must ...``) re-raised as ``train.lr must ...``."""
     try:

@@ -59,7 +59,7 @@ from ..training.loop import Diverged, Trainer, seed_everything
 from .answer_lm import AnswerLMTask
 from .base import Task
 from .classification import ClassificationTask
-from .config import PRETRAIN, ExperimentConfig
+from .config import PRETRAIN, ExperimentConfig, flatten_config
 from .lm import LMTask
 from .pretrain import PretrainTask
 from .seq2seq import Seq2SeqTask
@@ -266,17 +266,6 @@ def _finite(metrics: dict) -> dict:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
 
 
-def _flatten(config: dict) -> dict:
-    """``{"train.lr": 0.001, "model.d_model": 16, "seed": 0, ...}`` of a config dict."""
-    out = {}
-    for key, value in config.items():
-        if isinstance(value, dict) and key != "seed":
-            out.update({f"{key}.{k}": v for k, v in value.items()})
-        else:
-            out[key] = value
-    return out
-
-
 def _resumable(key: str) -> bool:
     return key in RESUMABLE or f"{key.split('.')[0]}.*" in RESUMABLE
 
@@ -291,7 +280,7 @@ def _check_resume(cfg: ExperimentConfig, data: dict, out_dir: Path, resume: bool
     differ = []
     saved = out_dir / "experiment.json"
     if saved.exists():
-        before, now = _flatten(json.loads(saved.read_text())), _flatten(cfg.to_dict())
+        before, now = flatten_config(json.loads(saved.read_text())), flatten_config(cfg.to_dict())
         for key in sorted(set(before) | set(now)):
             if before.get(key) != now.get(key) and not _resumable(key):
                 differ.append(f"{key} ({before.get(key, 'unset')!r} before, {now.get(key, 'unset')!r} now)")
