@@ -53,7 +53,10 @@ def test_bible_pairs_from_the_shared_data():
     # recorded like any corpus: content hashes and an origin naming the source
     prov = data_provenance(corpus)
     assert prov["name"] == "bible-en-es-pairs" and prov["origin"].startswith("derived from bible-en-es")
-    assert load_corpus("bible-en-es-pairs", limit=10).splits["valid"] == corpus.splits["valid"][:10]
+    # a limit derives the pairs from the first verses: the same positives, negatives from inside them
+    limited = load_corpus("bible-en-es-pairs", limit=10).splits["valid"]
+    assert limited[::2] == corpus.splits["valid"][:10:2]
+    assert {r["text_pair"] for r in limited[1::2]} <= {r["text_pair"] for r in limited[::2]}
     assert "bible-en-es-pairs" in DERIVED
 
 
@@ -88,3 +91,21 @@ def test_debian_synopsis_pairs_from_the_shared_data():
         own = {(r["target"], r["source"]) for r in source.splits[split]}
         assert all(((r["text"], r["text_pair"]) in own) == bool(r["label"]) for r in rows_)
     assert not {r["text_pair"] for r in corpus.splits["valid"]} & {r["text_pair"] for r in corpus.splits["test"]}
+
+
+def test_a_limited_debian_pair_corpus_keeps_the_synopsis_side_uninformative():
+    # the first N pairs of the whole split would take their negatives from its middle, so each class's
+    # synopses would come from different packages; a limit derives the pairs from the first N / 2 packages
+    try:
+        full = load_corpus("debian-synopsis-pairs", splits=("valid",))
+        limited = load_corpus("debian-synopsis-pairs", splits=("valid",), limit=400).splits["valid"]
+    except DataError as e:
+        pytest.skip(f"shared data not available: {e}")
+    assert len(limited) == 400 and sum(r["label"] for r in limited) == 200
+    assert limited[::2] == full.splits["valid"][:400:2]                      # the same positives
+    positives = [r["text"] for r in limited if r["label"]]
+    negatives = [r["text"] for r in limited if not r["label"]]
+    # near-bijection: almost every synopsis is in both classes (was none of them before the fix)
+    assert len(set(positives) & set(negatives)) >= 0.95 * len(set(positives))
+    cut_negatives = {r["text"] for r in full.splits["valid"][1:400:2]}        # cutting the derived pairs instead
+    assert len(cut_negatives & set(positives)) < 10

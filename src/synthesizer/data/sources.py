@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .derived import DERIVED, derive_corpus
+from .derived import DERIVED, PAIRS_PER_ROW, derive_corpus
 from .generated import GENERATED, generate_corpus
 from .records import SEQ2SEQ_TASKS, SPLITS, TASKS, TURN_SEP, Corpus, DataError
 
@@ -360,13 +360,18 @@ def load_corpus(name: str, splits: tuple[str, ...] = SPLITS, *, limit: int | Non
                 max_history: int | None = 3) -> Corpus:
     """Load built-in corpus `name` (one of `BUILTIN`).
 
-    limit: keep at most the first `limit` examples of each split (quick runs).
+    limit: keep at most the first `limit` examples of each split (quick runs); a derived corpus keeps the
+        examples built from the first `limit / 2` rows of its source's splits.
     max_history: dialogue only, turns of history per example (see `dialogue_pairs`).
     A name in `GENERATED` (ListOps, diagnostics) is generated from its fixed seed instead of read; a
     name in `DERIVED` is built from its source corpus (see `derived.py`).
     """
     if name in DERIVED:
-        return derive_corpus(name, load_corpus(DERIVED[name].source, splits)).limit(limit)
+        # `limit` keeps the pairs built from the first rows of the source, so every negative is drawn from
+        # inside the kept rows: the first pairs of the whole split would pair the first descriptions with
+        # synopses from its second half only, and the synopsis alone would tell the label
+        source_limit = None if limit is None else -(-limit // PAIRS_PER_ROW)
+        return derive_corpus(name, load_corpus(DERIVED[name].source, splits, limit=source_limit)).limit(limit)
     if name in GENERATED:
         corpus = generate_corpus(name)
         return Corpus(name, corpus.task, {s: corpus.splits[s] for s in splits}, corpus.label_names,
