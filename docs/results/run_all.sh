@@ -38,3 +38,5 @@ synthesizer compare --preset listops --size standard --seeds 3 --jobs 2 --out $o
 synthesizer compare --render $out/listops-standard --out docs/results/listops
 synthesizer compare --preset mt --size standard --seeds 3 --jobs 2 --out $out/mt-standard
 synthesizer compare --render $out/mt-standard --out docs/results/mt
+synthesizer compare --preset summarization --size standard --seeds 3 --jobs 2 --out $out/summarization-standard
+synthesizer compare --render $out/summarization-standard --out docs/results/summarization
