@@ -1,6 +1,7 @@
 """Each task family end to end on tiny data: a few steps, metrics, result.json schema, resume, loading."""
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -172,7 +173,38 @@ def test_summarization_and_dialogue_metrics(task, metrics, tmp_path):
                       eval={"beam_size": 1})
     result = run_experiment(cfg, tmp_path / "r", progress=False)
     assert metrics <= set(result["test_metrics"]) and result["primary_metric"] in metrics
-    assert {f"copy_source_{m}" for m in metrics if m != "perplexity"} == set(result["baselines"])
+    assert {f"copy_source_{m}" for m in metrics if m != "perplexity"} | {"unigram_perplexity"} == set(result["baselines"])
+
+
+def test_a_dialogue_run_judged_by_perplexity_against_the_unigram_model_of_its_targets(tmp_path):
+    from synthesizer.tasks.experiment import load_data
+    from synthesizer.tasks.seq2seq import Seq2SeqTask
+
+    files = write_data(tmp_path / "d", "mt")
+    cfg = tiny_config("dialogue", files, train={"max_steps": 1, "eval_every": 0}, eval={"beam_size": 1,
+                                                                                        "metric": "perplexity"})
+    result = run_experiment(cfg, tmp_path / "r", progress=False)
+    assert (result["primary_metric"], result["higher_is_better"]) == ("perplexity", False)
+    assert "per_example" not in result  # the BLEU-1 statistics are not the primary metric's
+    assert {"bleu1", "rougeL"} <= set(result["test_metrics"])  # still generated and scored
+
+    # the unigram model recomputed by hand: add-one counts of the training targets' tokens and ends,
+    # scored on every test target's tokens and end
+    task = Seq2SeqTask(cfg, load_data(cfg), load_trained(tmp_path / "r")[1])
+    train, test = task.encoded("train")[1], task.encoded("test")[1]
+    eos, vocab = task.tok.eos_id, task.tok.vocab_size
+    counts = [1.0] * vocab
+    for t in train:
+        for i in [*t, eos]:
+            counts[i] += 1
+    total = sum(counts)
+    nll = [-math.log(counts[i] / total) for t in test for i in [*t, eos]]
+    assert result["baselines"]["unigram_perplexity"] == pytest.approx(math.exp(sum(nll) / len(nll)), rel=1e-9)
+
+    with pytest.raises(ValueError, match="eval.metric must be one of bleu1, perplexity for task 'dialogue', got 'bleu'"):
+        tiny_config("dialogue", files, eval={"metric": "bleu"})
+    with pytest.raises(ValueError, match="eval.metric is for translation, summarization and dialogue"):
+        tiny_config("lm", files, eval={"metric": "perplexity"})
 
 
 def test_regression_on_numeric_labels(tmp_path):

@@ -136,6 +136,14 @@ class BatchOptions:
                              f"{model_max_len - 1}] (the decoder input also holds the start token)")
 
 
+# The test metric a seq2seq run is judged by (its ``primary_metric``), per task: the first is the default,
+# the generation metric of the task's papers; ``perplexity`` (teacher-forced, against a unigram model of the
+# training targets) judges the model's fit where the generation metric favours a trivial output (chit-chat
+# replies, where copying the history scores more BLEU-1 than any reply a small model writes).
+SEQ2SEQ_METRICS = {"translation": ("bleu", "perplexity"), "summarization": ("rougeL", "perplexity"),
+                   "dialogue": ("bleu1", "perplexity")}
+
+
 @dataclass
 class EvalOptions:
     """The ``eval`` section; None leaves the task's default."""
@@ -145,12 +153,24 @@ class EvalOptions:
     max_eval_examples: int | None = None
     max_new_tokens: int | None = None
     batch_size: int | None = None
+    metric: str | None = None  # seq2seq: the test metric the run is judged by (SEQ2SEQ_METRICS)
 
     def __post_init__(self) -> None:
         _positive("eval", self, ("beam_size", "max_eval_examples", "max_new_tokens", "batch_size"))
         lp = self.length_penalty
         if lp is not None and (isinstance(lp, bool) or not isinstance(lp, (int, float)) or not lp >= 0):
             raise ValueError(f"eval.length_penalty must be a number >= 0, got {lp!r}")
+
+    def check_metric(self, task: str) -> None:
+        """ValueError unless ``metric`` is unset or one the ``task`` can be judged by."""
+        if self.metric is None:
+            return
+        if task not in SEQ2SEQ_METRICS:
+            raise ValueError(f"eval.metric is for translation, summarization and dialogue; task {task!r} is judged "
+                             f"by its own metric")
+        if self.metric not in SEQ2SEQ_METRICS[task]:
+            raise ValueError(f"eval.metric must be one of {', '.join(SEQ2SEQ_METRICS[task])} for task {task!r}, "
+                             f"got {self.metric!r}")
 
 
 def _keys(options: type) -> tuple[str, ...]:
@@ -261,7 +281,7 @@ class ExperimentConfig:
         if self.task == PRETRAIN and tokenizer.vocab_size < 262 + N_SENTINELS:
             raise ValueError(f"tokenizer.vocab_size must be an integer >= {262 + N_SENTINELS} for pretraining "
                              f"(6 special tokens + {N_SENTINELS} sentinels + 256 bytes), got {tokenizer.vocab_size!r}")
-        EvalOptions(**self.eval)
+        EvalOptions(**self.eval).check_metric(self.task)
         model = _in_section("model", lambda: ModelConfig(vocab_size=1000, pad_id=0, bos_id=1, eos_id=2, **self.model))
         BatchOptions(**self.batch).check_lengths(model.max_len)
         self.train_config(max_steps=self.train.get("max_steps", 1))

@@ -7,12 +7,16 @@ or greedily, and detokenized by the tokenizer before scoring:
 
 * translation: ``bleu`` (sacreBLEU); summarization: ``rouge1``, ``rouge2``, ``rougeL``;
   dialogue: ``bleu1``, ``rougeL`` and ``perplexity``. All also report ``loss`` and ``perplexity``.
-* baseline: the source copied as the output, scored the same way.
-* per-example statistics of the primary metric (``per_example``): BLEU's sufficient statistics per
-  sentence (BLEU-1's for dialogue), or the ROUGE-L F of every pair.
+  The run is judged by the first (``primary_metric``) unless ``eval.metric: perplexity`` says otherwise.
+* baselines: the source copied as the output, scored the same way; an add-one smoothed unigram model of
+  the training targets, its perplexity on the same target tokens as the model's.
+* per-example statistics of the generation metric (``per_example``), where it is the primary one: BLEU's
+  sufficient statistics per sentence (BLEU-1's for dialogue), or the ROUGE-L F of every pair.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor, nn
@@ -21,9 +25,8 @@ from ..data.batching import LengthBucketSampler, length_batches, pad_sequences
 from ..models.generation import beam_search, generate
 from ..training.losses import sequence_cross_entropy
 from .base import Task, bucket_sampler, skip_batches, split_of
+from .config import SEQ2SEQ_METRICS
 from .metrics import bleu1, bleu_sentence_stats, corpus_bleu, perplexity, rouge_per_example
-
-PRIMARY = {"translation": ("bleu", True), "summarization": ("rougeL", True), "dialogue": ("bleu1", True)}
 
 
 class Seq2SeqTask(Task):
@@ -31,7 +34,8 @@ class Seq2SeqTask(Task):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.primary_metric, self.higher_is_better = PRIMARY[self.cfg.task]
+        self.primary_metric = self.cfg.eval.get("metric") or SEQ2SEQ_METRICS[self.cfg.task][0]
+        self.higher_is_better = self.primary_metric != "perplexity"
         self.max_src = int(self.cfg.batch.get("max_src_len", self.max_len))
         self.max_tgt = int(self.cfg.batch.get("max_tgt_len", self.max_len - 1))
         self.label_smoothing = float(self.cfg.train.get("label_smoothing", 0.1))
@@ -141,11 +145,24 @@ class Seq2SeqTask(Task):
         rows, srcs = self._capped(split)
         hyps = self.decode(model, srcs)
         out, (kind, values) = self._scores(hyps, [r["target"] for r in rows])
-        self.keep_per_example(split, kind, values)
+        if self.primary_metric != "perplexity":  # perplexity has no per-example statistics (as for lm)
+            self.keep_per_example(split, kind, values)
         out.update({"loss": nll, "perplexity": perplexity(min(nll, 700.0)), "n_generated": len(hyps)})
         return out
 
     def baselines(self, split: str = "test") -> dict[str, float]:
         rows, _ = self._capped(split)
         scores, _ = self._scores([r["source"] for r in rows], [r["target"] for r in rows])
-        return {f"copy_source_{k}": v for k, v in scores.items()}
+        return {**{f"copy_source_{k}": v for k, v in scores.items()}, "unigram_perplexity": self._unigram_perplexity(split)}
+
+    def _unigram_perplexity(self, split: str) -> float:
+        """Perplexity of an add-one smoothed unigram model of the training targets on every target token
+        of ``split`` (end-of-sequence included), the tokens the model's teacher-forced perplexity is taken on."""
+        def counts(targets: list[list[int]]) -> Tensor:
+            ids = torch.tensor([i for t in targets for i in (*t, self.tok.eos_id)], dtype=torch.long)
+            return torch.bincount(ids, minlength=self.tok.vocab_size).double()
+
+        train = counts(self.encoded("train")[1]) + 1.0
+        logp = train.log() - math.log(float(train.sum()))
+        test = counts(self.encoded(split)[1])
+        return perplexity(float(-(test * logp).sum() / test.sum()))
