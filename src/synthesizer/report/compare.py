@@ -563,7 +563,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=sorted(PRESETS), help="the experiment family to run")
     p.add_argument("--size", choices=SIZES, default="quick",
                    help="quick: the README demo, at most about 5 minutes on 2 cores with --jobs 2; standard: "
-                        "trained until vanilla's validation curve has flattened, 30 minutes to 2.5 hours per "
+                        "trained until vanilla's validation curve has flattened, 30 minutes to 3 hours per "
                         "preset for 3 seeds with --jobs 2 (only for the presets that have it); full: the shipped "
                         "CPU configs as they are (default: quick)")
     p.add_argument("--kinds", nargs="+", metavar="KIND",

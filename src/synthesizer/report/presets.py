@@ -7,7 +7,7 @@ kinds to train on each. The sizes (``SIZES``), from the smallest:
   minutes on two CPU cores (``--jobs 2``: two one-thread runs at a time); the models are tiny, so their
   scores show trends, not the paper's numbers (``--steps N`` buys a larger budget at the same size).
 * ``standard``: overrides sized so that vanilla's validation curve has flattened by the end of training
-  (the report checks it), 30 minutes to 2.5 hours per preset for 3 seeds with ``--jobs 2``. These are the
+  (the report checks it), 30 minutes to 3 hours per preset for 3 seeds with ``--jobs 2``. These are the
   sizes to judge the paper's claims on. A task without measured standard overrides yet has no standard size:
   asking for it is refused before any run starts.
 * ``full``: the shipped small CPU config as it is (minutes per variant).
