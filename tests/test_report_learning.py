@@ -109,6 +109,22 @@ def test_vanilla_below_copy_source_bleu_is_a_warning():
     assert got.provisional == "provisional: vanilla not clearly above copying the source"
 
 
+def test_a_generation_metric_below_copying_is_no_warning_where_the_task_is_judged_by_perplexity():
+    runs = seeds("vanilla", [66.0, 65.0, 67.0], task="dialogue", metric="perplexity",
+                 baselines={"unigram_perplexity": 481.0, "copy_source_bleu1": 7.0})
+    for run, bleu1 in zip(runs, (3.9, 4.0, 3.8)):
+        run["test_metrics"]["bleu1"] = bleu1
+    got = learning(runs)
+    by_key = {m.key: m for m in got.margins}
+    assert by_key["unigram_perplexity"].primary and by_key["unigram_perplexity"].clear
+    bleu = by_key["copy_source_bleu1"]
+    assert not bleu.primary and not bleu.clear
+    assert "warning" not in bleu.text()
+    assert bleu.text().startswith("vanilla 3.1 BLEU-1 below copying the source")
+    assert bleu.text().endswith("no better than this trivial predictor (not the metric this task is judged by)")
+    assert got.provisional == ""  # the claims judge perplexity, where vanilla is clearly ahead
+
+
 def test_translation_needs_3_bleu_above_copying_the_source_beyond_the_uncertainty():
     (small,) = learning(mt([10.0, 10.1, 9.9])).margins  # 1.7 BLEU above, a tight interval
     assert not small.clear and "the task asks for at least 3 BLEU above it**" in small.text()

@@ -120,7 +120,11 @@ class Margin:
                 detail += (f", {self.low / self.gain:.0%} to {self.high / self.gain:.0%} of vanilla's gain, "
                            "the unit of the kept share")
             out = f"{head} ({self.vanilla:.4g} vs {self.trivial:.4g}; {detail})"
-        return out if self.clear else f"**warning: {out}: {self.shortfall()}**"
+        if self.clear:
+            return out
+        if not self.primary:  # a metric the task is not judged by (dialogue by perplexity: BLEU-1): no warning
+            return f"{out}: {self.shortfall()} (not the metric this task is judged by)"
+        return f"**warning: {out}: {self.shortfall()}**"
 
     def shortfall(self) -> str:
         """Why vanilla does not clearly beat the predictor."""
