@@ -147,7 +147,7 @@ PRESETS: dict[str, Preset] = {
                    # (35,468 train pairs, 1,840 test), 2000 steps, at BLEU-1 3.9 against 7.0 (ROUGE-L 7.8 against
                    # 7.0). On the latter its validation loss fell 0.6% over the last quarter (4.182 at step 1500,
                    # 4.156 at 2000) and its test perplexity is 66.0 against 481 for the unigram model of the
-                   # training replies; 7 min a run alone.
+                   # training replies; about 7 min a run alone (estimated from its speed in the minutes it ran alone).
                    standard=_standard_seq2seq(2000, "data.max_history=1", "data.max_words=12", "model.max_len=48",
                                               "batch.max_src_len=48", "batch.max_tgt_len=47", "eval.max_new_tokens=32",
                                               "eval.metric=perplexity")),),

@@ -7,8 +7,6 @@ smoothed), scored on exactly the same target tokens.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
@@ -16,7 +14,7 @@ from ..data.batching import lm_blocks
 from ..data.records import DataError
 from ..training.losses import sequence_cross_entropy
 from .base import Task, shuffled_batches, skip_batches, split_of
-from .metrics import bits_per_token, perplexity
+from .metrics import bits_per_token, perplexity, unigram_nll
 
 
 class LMTask(Task):
@@ -80,11 +78,6 @@ class LMTask(Task):
     def baselines(self, split: str = "test") -> dict[str, float]:
         """Add-one smoothed unigram model of the training tokens, on the same target tokens."""
         self.blocks("train")
-        counts = torch.ones(self.tok.vocab_size, dtype=torch.float64)
-        for ids in self._train_ids or []:
-            counts += torch.bincount(torch.tensor(ids + [self.tok.eos_id], dtype=torch.long),
-                                     minlength=self.tok.vocab_size).double()
-        logp = counts.log() - math.log(float(counts.sum()))
-        targets = self.blocks(split)[:, 1:].reshape(-1)
-        nll = float(-logp[targets].mean())
+        train = [i for ids in self._train_ids or [] for i in (*ids, self.tok.eos_id)]
+        nll = unigram_nll(train, self.blocks(split)[:, 1:].reshape(-1).tolist(), self.tok.vocab_size)
         return {"unigram_perplexity": perplexity(nll), "unigram_bits_per_token": bits_per_token(nll)}

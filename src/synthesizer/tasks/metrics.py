@@ -25,6 +25,14 @@ def bits_per_token(mean_nll: float) -> float:
     return mean_nll / math.log(2)
 
 
+def unigram_nll(train_ids: Sequence[int], target_ids: Sequence[int], vocab_size: int) -> float:
+    """Mean negative log-likelihood (nats) of ``target_ids`` under an add-one smoothed unigram model of
+    ``train_ids``: the trivial predictor of a perplexity."""
+    counts = np.bincount(np.asarray(train_ids, dtype=np.int64), minlength=vocab_size).astype(np.float64) + 1.0
+    logp = np.log(counts) - math.log(float(counts.sum()))
+    return float(-logp[np.asarray(target_ids, dtype=np.int64)].mean())
+
+
 def bits_per_byte(total_nll: float, n_bytes: int) -> float:
     """Total NLL (nats) over a text divided by its UTF-8 length in bits: compares tokenizers fairly."""
     if n_bytes <= 0:

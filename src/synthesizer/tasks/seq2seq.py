@@ -16,8 +16,6 @@ or greedily, and detokenized by the tokenizer before scoring:
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
@@ -26,7 +24,7 @@ from ..models.generation import beam_search, generate
 from ..training.losses import sequence_cross_entropy
 from .base import Task, bucket_sampler, skip_batches, split_of
 from .config import SEQ2SEQ_METRICS
-from .metrics import bleu1, bleu_sentence_stats, corpus_bleu, perplexity, rouge_per_example
+from .metrics import bleu1, bleu_sentence_stats, corpus_bleu, perplexity, rouge_per_example, unigram_nll
 
 
 class Seq2SeqTask(Task):
@@ -153,16 +151,13 @@ class Seq2SeqTask(Task):
     def baselines(self, split: str = "test") -> dict[str, float]:
         rows, _ = self._capped(split)
         scores, _ = self._scores([r["source"] for r in rows], [r["target"] for r in rows])
-        return {**{f"copy_source_{k}": v for k, v in scores.items()}, "unigram_perplexity": self._unigram_perplexity(split)}
+        return {**{f"copy_source_{k}": v for k, v in scores.items()},
+                "unigram_perplexity": self._unigram_perplexity(split)}
 
     def _unigram_perplexity(self, split: str) -> float:
         """Perplexity of an add-one smoothed unigram model of the training targets on every target token
         of ``split`` (end-of-sequence included), the tokens the model's teacher-forced perplexity is taken on."""
-        def counts(targets: list[list[int]]) -> Tensor:
-            ids = torch.tensor([i for t in targets for i in (*t, self.tok.eos_id)], dtype=torch.long)
-            return torch.bincount(ids, minlength=self.tok.vocab_size).double()
+        def tokens(name: str) -> list[int]:
+            return [i for t in self.encoded(name)[1] for i in (*t, self.tok.eos_id)]
 
-        train = counts(self.encoded("train")[1]) + 1.0
-        logp = train.log() - math.log(float(train.sum()))
-        test = counts(self.encoded(split)[1])
-        return perplexity(float(-(test * logp).sum() / test.sum()))
+        return perplexity(unigram_nll(tokens("train"), tokens(split), self.tok.vocab_size))
