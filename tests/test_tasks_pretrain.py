@@ -1,6 +1,7 @@
 """Span-corruption pretraining, then fine-tuning a classifier from it (``init_from``), for every kind."""
 
 import json
+import math
 import random
 
 import pytest
@@ -142,6 +143,21 @@ def test_pretraining_trains_on_train_texts_with_sentinels(files, pretrained):
         assert reconstruct(src, tgt, sentinels) == ids and tgt[0] == sentinels[0]
     # a training chunk is corrupted afresh each epoch, the same way for the same epoch
     assert task.corrupt("train", 0, task.chunks("train")[0], 1) == task.corrupt("train", 0, task.chunks("train")[0], 1)
+
+
+def test_the_trivial_predictor_of_pretraining_is_a_unigram_model_of_the_targets(files, pretrained):
+    cfg = pretrain_cfg(files)
+    _, tok, _ = experiment.load_trained(pretrained)
+    task = experiment.task_class(cfg)(cfg, load_data(cfg), tok)
+    counts = [0] * tok.vocab_size  # add-one counts of the training targets, each ending in </s>
+    for target in task.encoded("train")[1]:
+        for i in (*target, tok.eos_id):
+            counts[i] += 1
+    total = sum(counts) + tok.vocab_size
+    test = [i for target in task.encoded("test")[1] for i in (*target, tok.eos_id)]
+    nll = -sum(math.log((counts[i] + 1) / total) for i in test) / len(test)
+    assert task.baselines("test") == {"unigram_perplexity": pytest.approx(math.exp(nll), rel=1e-9)}
+    assert json.loads((pretrained / "result.json").read_text())["baselines"]["unigram_perplexity"] > 1
 
 
 def test_config_checks_for_pretraining_and_init_from(files):

@@ -40,3 +40,5 @@ synthesizer compare --preset mt --size standard --seeds 3 --jobs 2 --out $out/mt
 synthesizer compare --render $out/mt-standard --out docs/results/mt
 synthesizer compare --preset summarization --size standard --seeds 3 --jobs 2 --out $out/summarization-standard
 synthesizer compare --render $out/summarization-standard --out docs/results/summarization
+synthesizer compare --preset glue --size standard --seeds 3 --jobs 2 --out $out/glue-standard
+synthesizer compare --render $out/glue-standard --out docs/results/glue

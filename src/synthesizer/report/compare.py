@@ -259,7 +259,8 @@ def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_
             if record is None:
                 log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
                 return None
-            record = {k: v for k, v in record.items() if k not in ("curve", "per_example", "config", "provenance")}
+            # the curve stays: the report shows pretraining as a table of its own, with vanilla's flatness
+            record = {k: v for k, v in record.items() if k not in ("per_example", "config", "provenance")}
             record["run_dir"] = str(run_dir.relative_to(out))
             kept[(kind, seed)] = record
             results["pretraining"] = list(kept.values())
@@ -532,13 +533,14 @@ def _add_attention_maps(results: dict, out: Path, load_fn: Callable, log: Callab
 
 
 def print_tables(results: dict, log: Callable[[str], None] = print) -> None:
+    pretraining = build_groups(results.get("pretraining") or [])
     groups = build_groups(results["runs"])
-    for group in groups:
+    for group in pretraining + groups:
         log("")
         log(f"{group_label(group, results['labels'])} [{group.key}]")
         log(text_table(*table_rows(group)))
     log("")
-    for group in groups:  # did vanilla learn: the facts the verdicts below rest on
+    for group in pretraining + groups:  # did vanilla learn: the facts the verdicts below rest on
         if group.learning is not None:
             log(group.learning.summary())
     for v in evaluate_claims(groups):

@@ -151,6 +151,14 @@ def build_report(results: dict, folder: str | Path) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     groups = build_groups(results["runs"])
     blocks = _header(results)
+    pretraining = results.get("pretraining") or []
+    for group in build_groups(pretraining):  # a pretrained preset's first step
+        runs = [r for r in pretraining if group_key(r["task"], r["data"]) == group.key]
+        group_blocks = _group_blocks(group, runs, {}, group_label(group, results.get("labels", {})), folder)
+        group_blocks.insert(1, ("p", "Every kind and seed was pretrained once with this objective; each task below "
+                                     "fine-tunes the encoder of the run of its own kind and seed. The test loss is "
+                                     "per target token on the corpora's test splits. No claim is judged on it."))
+        blocks += group_blocks
     for group in groups:
         runs = [r for r in results["runs"] if group_key(r["task"], r["data"]) == group.key]
         blocks += _group_blocks(group, runs, results.get("attention", {}).get(group.key, {}),

@@ -30,10 +30,11 @@ def run_key(run: dict) -> tuple:
     return run["task"], run["data"], run["attention"], int(run.get("seed", 0))
 
 
-def put_run(results: dict, run: dict) -> None:
-    """Add ``run``, replacing an earlier record of the same (task, data, attention, seed)."""
+def put_run(results: dict, run: dict, field: str = "runs") -> None:
+    """Add ``run`` to ``results[field]`` ("runs", or a pretrained preset's "pretraining"), replacing an
+    earlier record of the same (task, data, attention, seed)."""
     key = run_key(run)
-    results["runs"] = [r for r in results["runs"] if run_key(r) != key] + [run]
+    results[field] = [r for r in results.get(field, []) if run_key(r) != key] + [run]
 
 
 def _clean(value):
@@ -94,6 +95,8 @@ def merge_results(parts: list[dict]) -> dict:
             merged.setdefault("other_machines", []).append(part["machine"])
         for run in part["runs"]:
             put_run(merged, run)
+        for run in part.get("pretraining", []):  # a pretrained preset's pretraining runs: later parts win too
+            put_run(merged, run, "pretraining")
         for group, maps in part.get("attention", {}).items():
             merged["attention"].setdefault(group, {}).update(maps)
     return merged

@@ -79,7 +79,8 @@ def group_key(task: str, data: str) -> str:
 
 
 TASK_NAMES = {"lm": "language modelling", "classification": "classification", "regression": "regression",
-              "translation": "translation", "summarization": "summarization", "dialogue": "dialogue"}
+              "translation": "translation", "summarization": "summarization", "dialogue": "dialogue",
+              "pretrain": "pretraining by span corruption"}
 
 
 def group_label(group: Group, labels: dict[str, str]) -> str:
@@ -202,7 +203,8 @@ def attention_params(params: dict) -> int | None:
 
 
 # What a training "token" is for each task: the units step_fn counts.
-SPEED_UNITS = {"lm": "tokens", "classification": "examples", "regression": "examples"}
+SPEED_UNITS = {"lm": "tokens", "classification": "examples", "regression": "examples",
+               "glue": "examples"}  # glue: the average over fine-tuned classification tasks (claims.GLUE_TASK)
 
 
 def speed_unit(task: str) -> str:

@@ -8,8 +8,9 @@ the run's seed, the epoch and the chunk's index, so a resumed run sees the same 
 test chunk is corrupted once, the same way every time (``eval.max_eval_examples``: an evenly spaced
 sample of that many chunks). The loss is the decoder's cross-entropy on the
 target (label-smoothed as ``train.label_smoothing``, default 0: the objective is the denoising loss
-itself); model selection and the metrics use the unsmoothed loss: ``loss``, ``perplexity``. Only the
-train split is trained on; the best checkpoint has the lowest valid loss.
+itself); model selection and the metrics use the unsmoothed loss: ``loss``, ``perplexity``, against
+a unigram model of the training targets (``unigram_perplexity``). Only the train split is trained on;
+the best checkpoint has the lowest valid loss.
 """
 
 from __future__ import annotations
@@ -89,4 +90,7 @@ class PretrainTask(Seq2SeqTask):
         return {"loss": nll, "perplexity": perplexity(min(nll, 700.0))}
 
     def baselines(self, split: str = "test") -> dict[str, float]:
-        return {}
+        """The unigram model of the (epoch 0) training targets, sentinels included, on ``split``'s targets:
+        the trivial predictor of the denoising loss (no copy-the-source score: the target is what the
+        source lacks)."""
+        return {"unigram_perplexity": self._unigram_perplexity(split)}
