@@ -168,3 +168,4 @@ def test_the_report_shows_pretraining_first_and_a_re_render_keeps_it(tmp_path):
     assert any(line.startswith("pretrain-") and "flattened" in line for line in lines)
     average = report.split("## GLUE-style average", 1)[1].split("\n## ", 1)[0]
     assert "| train examples/s |" in average  # the average is over classification tasks
+    assert "**Did vanilla learn?** An average of the tasks above, each with its own curve." in average

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .claims import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MIN_SEEDS, TRIVIAL_NAMES, Scale, trivial_key
+from .claims import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, GLUE_TASK, MIN_SEEDS, TRIVIAL_NAMES, Scale, trivial_key
 from .stats import bootstrap_metric, per_example_of, t_interval
 from .tables import Group
 
@@ -257,7 +257,8 @@ def vanilla_learning(group: Group, runs: list[dict]) -> Learning | None:
                  and r.get("test_metrics")), key=lambda r: r.get("seed", 0))
     if not ok:
         return None
-    flat = _flatness(ok)
+    # an average of fine-tuned tasks has no training of its own: their tables say whether vanilla flattened
+    flat = "an average of the tasks above, each with its own curve" if group.task == GLUE_TASK else _flatness(ok)
     baselines = next((r["baselines"] for r in ok if r.get("baselines")), {})
     own_key = trivial_key(group.metric)  # the predictor of the kept-share scale
     margins = []
