@@ -16,7 +16,7 @@ import pytest
 from synthesizer.models.config import ModelConfig
 from synthesizer.models.lm import LanguageModel
 from synthesizer.report import plots as plots_mod
-from synthesizer.report.compare import data_name, main, run_comparison, window_speed
+from synthesizer.report.compare import Pace, data_name, main, run_comparison, window_speed
 from synthesizer.report.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
 from synthesizer.report.results import load_results
 from synthesizer.tasks.config import ExperimentConfig
@@ -295,6 +295,17 @@ def test_every_preset_builds_valid_configs():
                 cfg = ExperimentConfig.from_file(task.config, task_overrides(task, size))
                 assert cfg.train["max_steps"] >= 1
                 assert cfg.train.get("max_minutes") is None  # equal step budgets for every variant
+
+
+def test_the_time_left_follows_the_pace_of_the_runs_trained_here(monkeypatch):
+    clock = iter([100.0, 100.0, 130.0, 160.0, 190.0])  # Pace(): 100; a read-back restarts at 100; then 130, ...
+    monkeypatch.setattr("synthesizer.report.compare.time.perf_counter", lambda: next(clock))
+    pace = Pace(5)
+    assert pace.after(1, 0.0) == ""  # read back from an earlier invocation: no pace, the clock starts now
+    assert pace.after(2, 30.0) == "; about 1.5 min to go for 3 more runs"  # 30 s a run so far
+    assert pace.after(3, 55.0) == "; about 1.0 min to go for 2 more runs"
+    assert pace.after(4, 30.0) == "; about 30 s to go for 1 more run"
+    assert pace.after(5, 30.0) == ""  # nothing left
 
 
 def test_window_speed_is_the_median(tmp_path):

@@ -48,7 +48,7 @@ from typing import Callable
 from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
 from .claims import GLUE_DATA, GLUE_TASK, evaluate_claims, trivial_key, verdict_reason
-from .document import build_report
+from .document import build_report, minutes
 from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, sized_tasks, steps_overrides, task_overrides
 from .results import FILENAME, empty_results, load_results, merge_results, put_run, run_key, save_results
 from .tables import build_groups, group_key, group_label, speed_unit, table_rows, text_table
@@ -196,6 +196,7 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
             pretrained = _pretrain(pretrain, needed, out, results, run_fn, jobs, threads, log)
             interrupted = pretrained is None
             plan = [] if interrupted else _from_pretrained(plan, pretrained, results, out)
+        pace = Pace(len(plan))
         with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
             for done, (base, kind, seed, run_dir), record, took in runs:
                 where = f"[{done}/{len(plan)}] {group_key(base.task, data_name(base))} {kind} seed{seed}"
@@ -218,7 +219,7 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
                 if heatmaps and seed == 0 and "error" not in record:  # while its checkpoint is surely here
                     _add_attention_maps(results, out, load_fn, log, only=record)
                 save_results(results, out)
-                log(f"{where}: {_summary(record, took)}")
+                log(f"{where}: {_summary(record, took)}{pace.after(done, took)}")
     except KeyboardInterrupt:
         log("interrupted; run the same command again to continue with the runs still missing")
         raise
@@ -253,6 +254,7 @@ def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_
     plan = [(cfg, kind, seed, out / "runs" / key / kind / f"seed{seed}") for kind, seed in needed]
     done_runs: dict = {}
     kept = {(r["attention"], r.get("seed", 0)): r for r in results.get("pretraining", [])}
+    pace = Pace(len(plan))
     with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
         for done, (_, kind, seed, run_dir), record, took in runs:
             where = f"[pretraining {done}/{len(plan)}] {key} {kind} seed{seed}"
@@ -266,7 +268,7 @@ def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_
             results["pretraining"] = list(kept.values())
             save_results(results, out)
             done_runs[(kind, seed)] = (run_dir, record.get("error"))
-            log(f"{where}: {_summary(record, took)}")
+            log(f"{where}: {_summary(record, took)}{pace.after(done, took)}")
     return done_runs
 
 
@@ -500,6 +502,27 @@ def _check_weights_revision(run_dir: Path) -> None:
     except CheckpointError as e:
         raise ValueError(f"{run_dir} was trained by an older synthesizer ({e}); give the comparison a new --out "
                          "folder (--render still reads the old one's results.json)") from None
+
+
+class Pace:
+    """How long the runs of a plan still need, from the wall-clock pace of those trained so far by this
+    invocation (runs read back do not count; parallel runs count as they overlap): rough, since runs
+    of different tasks and kinds differ in length."""
+
+    def __init__(self, total: int):
+        self.total, self.trained, self.start = total, 0, time.perf_counter()
+
+    def after(self, done: int, took: float) -> str:
+        """"; about 12.5 min to go for 7 more runs" after run ``done`` of ``total`` (took 0: read back)."""
+        if not took:
+            self.start = time.perf_counter()  # the clock starts at the first run that trains
+            return ""
+        self.trained += 1
+        left = self.total - done
+        if left <= 0:
+            return ""
+        seconds = (time.perf_counter() - self.start) / self.trained * left
+        return f"; about {minutes(seconds)} to go for {left} more run{'s' if left > 1 else ''}"
 
 
 def _summary(record: dict, took: float) -> str:

@@ -20,7 +20,8 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text.replace("+", "-plus-")).strip("-")
 
 
-def _minutes(seconds: float) -> str:
+def minutes(seconds: float) -> str:
+    """"12.5 min", or "40 s" under a minute."""
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
@@ -36,7 +37,7 @@ def _header(results: dict) -> list[Block]:
     blocks: list[Block] = [("h1", f"Synthesizer comparison: {presets} ({results.get('size') or 'custom'} size)")]
     items = [f"command: `{c}`" for c in results.get("commands", [])]
     items += [f"machine: {machine}",
-              f"wall time: {_minutes(results.get('wall_time_s', 0.0))} in all (every invocation of the command, "
+              f"wall time: {minutes(results.get('wall_time_s', 0.0))} in all (every invocation of the command, "
               "including data loading, tokenizer training and evaluation)",
               f"seeds: {', '.join(map(str, seeds)) or 'none'}"]
     loads = [r["load_average_1min"] for r in results["runs"] if r.get("load_average_1min") is not None]
