@@ -308,6 +308,15 @@ def test_the_time_left_follows_the_pace_of_the_runs_trained_here(monkeypatch):
     assert pace.after(5, 30.0) == ""  # nothing left
 
 
+def test_a_run_read_back_between_trained_ones_does_not_reset_the_pace(monkeypatch):
+    clock = iter([0.0, 40.0, 41.0, 81.0])  # one job: trained, read back, trained, each trained run 40 s
+    monkeypatch.setattr("synthesizer.report.compare.time.perf_counter", lambda: next(clock))
+    pace = Pace(4)
+    assert pace.after(1, 40.0) == "; about 2.0 min to go for 3 more runs"
+    assert pace.after(2, 0.0) == "; about 1.3 min to go for 2 more runs"  # 80 s
+    assert pace.after(3, 40.0) == "; about 40 s to go for 1 more run"
+
+
 def test_window_speed_is_the_median(tmp_path):
     log = tmp_path / "log.jsonl"
     log.write_text('{"kind": "train", "tokens_per_s": 10}\n{"kind": "eval", "loss": 1}\nnot json\n'

@@ -12,12 +12,13 @@ machine; ratios to d_h 64 everywhere):
   run, 13% slower than 129 in another;
 * the current 129/129: 2.10x and 1.83x in those two runs.
 No form won in both runs, so the padded form stays. (A two-pass form cannot be exact: the softmax
-of a sum does not split.) On the idle machine (``scripts/sdpa_widths.py``: the attention call alone,
-q, k, v at one width, batch 8, 8 heads, 2 threads, medians of 3; ratios to width 64 at seq 1024 / 2048): 65 1.09x / 1.16x,
+of a sum does not split.) On the idle machine (the timing of ``scripts/sdpa_widths.py``: the attention
+call alone, q, k, v at one width, batch 8, 8 heads, 2 threads, medians of 3; ratios to width 64 at seq 1024 / 2048): 65 1.09x / 1.16x,
 72 1.32x / 1.19x, 128 2.22x / 2.13x, 129 2.33x / 2.10x, 136 2.27x / 2.02x. So 129 costs no more
 than 128 (moving b2 out of the features, e.g. as per-key weights exp(b2) carried in v's padding, would
-not pay), and dense's one constant feature (65 wide) is what puts it 10-16% above vanilla: the
-kernel takes one head size for q, k and v, so the feature cannot be dropped without dropping b2.
+not pay), and dense's one constant feature (65 wide) costs its attention call 9-16% (the dense
+layer measured 0.89x / 1.10x vanilla at seq 1024 / 2048): the kernel takes one head size for q, k
+and v, so the feature cannot be dropped without dropping b2.
 """
 
 from __future__ import annotations
