@@ -42,3 +42,5 @@ synthesizer compare --preset summarization --size standard --seeds 3 --jobs 2 --
 synthesizer compare --render $out/summarization-standard --out docs/results/summarization
 synthesizer compare --preset glue --size standard --seeds 3 --jobs 2 --out $out/glue-standard
 synthesizer compare --render $out/glue-standard --out docs/results/glue
+synthesizer compare --preset dialogue --size standard --seeds 3 --jobs 2 --out $out/dialogue-standard
+synthesizer compare --render $out/dialogue-standard --out docs/results/dialogue
