@@ -241,3 +241,60 @@ def test_generate_names_the_failing_input_line_and_keeps_the_outputs_before_it(r
     assert code == 2 and out.startswith("the cat") and out.count("\n") == 1
     assert err.startswith(f"error: --input {inputs}:2: prompt length ") and err.endswith(" exceeds max_len=32\n")
     assert err.count("\n") == 1
+
+
+# ----------------------------------------------------------------------------- --out folders and OS errors
+
+def test_out_naming_a_file_is_one_line_for_every_command(runs, tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder\n")
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    for argv in (["train", "--config", str(config), "--out", str(taken)],
+                 ["export", "--run", str(runs["lm"]), "--out", str(taken)],
+                 ["compare", "--preset", "lm", "--out", str(taken)],
+                 ["compare", "--render", str(tmp_path), "--out", str(taken / "sub")],
+                 ["bench", "layer", "--out", str(taken)]):
+        code, out, err = run_cli(argv, capsys)
+        assert code == 2 and err.startswith("error: --out ") and err.count("\n") == 1, (argv, err)
+        assert str(taken) in err and "Traceback" not in err
+    assert taken.read_text() == "not a folder\n"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="permissions do not stop root")
+def test_out_under_a_read_only_folder_is_refused_before_any_work(runs, tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+        for argv in (["train", "--config", str(config), "--out", str(locked / "r")],
+                     ["export", "--run", str(runs["lm"]), "--out", str(locked / "hf")]):
+            code, _, err = run_cli(argv, capsys)
+            assert code == 2 and err == f"error: --out {locked / argv[-1].split('/')[-1]}: no permission to write in {locked}\n"
+    finally:
+        locked.chmod(0o755)
+
+
+def test_an_os_error_is_one_line_with_exit_code_1(tmp_path, capsys, monkeypatch):
+    """A permission denied where no check could see it coming (root, a network file system): one line."""
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if "locked" in self.parts:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    code, _, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "locked" / "r"), "--quiet"], capsys)
+    assert code == 1 and err == f"error: {tmp_path / 'locked' / 'r'}: Permission denied; check the folder's permissions\n"
+
+
+def test_ctrl_c_outside_training_is_one_line_with_exit_code_130(tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("synthesizer.tasks.experiment.run_experiment", interrupted)
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    code, out, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "r")], capsys)
+    assert code == 130 and out == "" and err == "synthesizer train: interrupted\n"

@@ -2,8 +2,9 @@
 
 Bad input (a data row that does not parse, a missing file, an unknown attention kind, task or config
 key, a too-long sequence) prints one line ``error: ...`` and exits with status 2, and so does a
-missing optional dependency (the line names the extra to install; see ``synthesizer.extras``). Set
-``SYNTHESIZER_DEBUG=1`` to see the traceback instead. Multi-process
+missing optional dependency (the line names the extra to install; see ``synthesizer.extras``). An
+operating-system error (a read-only folder, a full disk) is one line and status 1, Ctrl-C one line and
+status 130. Set ``SYNTHESIZER_DEBUG=1`` to see the traceback instead. Multi-process
 training: ``torchrun --nproc_per_node 2 -m synthesizer train --config ...`` (rank 0 writes the files).
 """
 
@@ -16,9 +17,12 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .errors import check_out_dir, os_error_line
 from .extras import missing_extra_message, require
 
 EXIT_USAGE = 2
+EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process ended by Ctrl-C
 
 EPILOG_TRAIN = """examples:
   synthesizer train --config lm-sotu-small --attention random
@@ -112,6 +116,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.attention:
         cfg = cfg.with_attention(args.attention)
     out = Path(args.out) if args.out else Path("runs") / f"{resolve_config(args.config).stem}-{cfg.attention}"
+    check_out_dir("--out", out)
     try:
         result = run_experiment(cfg, out, resume=args.resume, progress=not args.quiet)
         rank = distributed.get_rank()
@@ -153,6 +158,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .hf.convert import export_run, import_hf
 
+    check_out_dir("--out", args.out)
     if args.from_hf is not None:
         print(import_hf(args.from_hf, args.out))
     else:
@@ -303,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def report_errors(run: Callable[[], int], what: str, prefer: str = "train") -> int:
     """``run()``'s exit status; bad input, or an optional module that is not installed, prints one line
-    ``error: ...`` instead (naming the extra that provides the module) and gives EXIT_USAGE.
+    ``error: ...`` instead (naming the extra that provides the module) and gives EXIT_USAGE. An
+    operating-system error (permission denied, disk full) is one line and EXIT_FAILURE; Ctrl-C is one
+    line and EXIT_INTERRUPTED.
 
     ``what``: the command named in that line (``synthesizer train``); ``prefer``: the extra to name
     for a module that several extras provide. A missing module no extra provides is a bug: re-raised.
@@ -320,6 +328,16 @@ def report_errors(run: Callable[[], int], what: str, prefer: str = "train") -> i
             raise
         print(f"error: {message}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as e:  # not the input's fault: a read-only folder, a full disk ...
+        if os.environ.get("SYNTHESIZER_DEBUG"):
+            raise
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:  # what was saved has been said by whoever was stopped
+        if os.environ.get("SYNTHESIZER_DEBUG"):
+            raise
+        print(f"{what}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _exit(code: int) -> int:

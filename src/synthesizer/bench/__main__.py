@@ -15,6 +15,7 @@ import shlex
 import sys
 import time
 
+from ..errors import check_out_dir
 from . import decode, layer, model
 from .report import markdown, rewrite_results, write_jsonl, write_results
 
@@ -78,6 +79,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> list[dict]:
             print(path)
         return []
     args = parser(command, prog).parse_args(argv[1:])
+    check_out_dir("--out", args.out)
     text = f"{prog} {shlex.join(argv)}"
     start = time.perf_counter()
     rows = run_all(args, text) if command == "all" else BENCHES["layer" if command == "attention" else command].run(args)

@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from ..errors import check_out_dir, path_component
 from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
 from .claims import GLUE_DATA, GLUE_TASK, evaluate_claims, trivial_key, verdict_reason
@@ -127,6 +128,7 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
         own = [o for o in overrides if not o.strip().startswith("data.")]
         pretrain = config_fn(pretrain.config, [*task_overrides(pretrain, size, preset), *extra, *own])
     out = Path(out or f"runs/compare-{preset}-{size}")
+    check_out_dir("--out", out)
     with FolderLock(out, "comparison folder"):  # held until the report is written
         return _compare(preset, size, kinds, seeds, out, tasks, jobs, threads, heatmaps, command, run_fn, load_fn, log,
                         pretrain, left_out)
@@ -575,10 +577,11 @@ def print_tables(results: dict, log: Callable[[str], None] = print) -> None:
 
 def render(folders: list[str], out: str | None = None, log: Callable[[str], None] = print, command: str = "") -> dict:
     """Merge the results.json of ``folders`` and write the report into ``out`` (default: the first folder)."""
+    target = Path(out or folders[0])
+    check_out_dir("--out", target)
     results = merge_results([load_results(f) for f in folders])
     if command and command not in results["commands"]:
         results["commands"].append(command)
-    target = Path(out or folders[0])
     md, page = build_report(results, target)
     print_tables(results, log)
     log(f"report: {md} and {page}")
