@@ -248,6 +248,44 @@ def test_sigterm_to_a_parallel_comparison_stops_and_checkpoints_its_runs_leaving
     assert not (out / "runs/lm-sotu/dense").exists()  # not started after the signal
 
 
+CTRL_C_COMPARE = """
+import functools, sys
+sys.path.insert(0, {here!r})
+from test_report_compare import SlowRunner, config_fn, load_fn
+from synthesizer.report import compare
+compare.run_comparison = functools.partial(compare.run_comparison, run_fn=SlowRunner(), config_fn=config_fn,
+                                           load_fn=load_fn)
+from synthesizer.cli import main
+sys.exit(main(["compare", "--preset", "lm", "--kinds", "vanilla,random,dense", "--baselines", "", "--jobs", "2",
+               "--threads", "1", "--no-heatmaps", "--out", {out!r}]))
+"""
+
+
+def test_ctrl_c_on_a_parallel_comparison_is_one_line_and_exit_code_130(tmp_path):
+    """Ctrl-C reaches every process of the terminal's group: the comparison and its runs' processes.
+    The runs checkpoint, the comparison says how to resume, and no process prints a traceback."""
+    out = tmp_path / "cmp"
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_COMPARE.format(here=str(HERE), out=str(out))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    started = [out / "runs/lm-sotu/vanilla/seed0", out / "runs/lm-sotu/random/seed0"]
+    deadline = time.time() + 120
+    while not all((d / "log.jsonl").is_file() and len((d / "log.jsonl").read_text().splitlines()) >= 2 for d in started):
+        assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.poll() is not None else "timeout"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C does
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert stderr.splitlines()[-1] == "synthesizer compare: interrupted"
+    assert "run the same command again" in stdout
+    for run_dir in started:
+        assert (run_dir / "last").exists(), f"{run_dir} was not checkpointed"
+
+
 def no_plots(monkeypatch):
     """Skip drawing (the slow part) where a test only reads the tables."""
     monkeypatch.setattr("synthesizer.report.plots._save", lambda fig, path: plots_mod.plt.close(fig))

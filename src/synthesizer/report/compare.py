@@ -384,7 +384,8 @@ def _execute(plan: list[tuple], run_fn: Callable, jobs: int, threads: int | None
                     receiver, sender = context.Pipe(duplex=False)
                     process = context.Process(target=_run_in_child, args=(sender, threads, item, run_fn),
                                               name=f"synthesizer-{item[1]}-seed{item[2]}")
-                    process.start()
+                    with _children_ignore_sigint():
+                        process.start()
                     sender.close()  # the child holds the only writing end: EOF here once it is gone
                     running[receiver] = (process, item)
                 for receiver in multiprocessing.connection.wait(list(running)):
@@ -418,8 +419,27 @@ def _run_in_child(sender, threads: int | None, item: tuple, run_fn: Callable) ->
     _set_threads(threads)
     try:
         sender.send(_run_one(*item, run_fn))
-    except KeyboardInterrupt:  # Ctrl-C reaches every process of the terminal, outside training too
+    except KeyboardInterrupt:  # a SIGINT sent to this process itself, outside training (a Trainer returns)
         sender.send((None, 0.0))
+
+
+@contextlib.contextmanager
+def _children_ignore_sigint():
+    """Processes started within the block ignore SIGINT (inherited through exec), so a Ctrl-C, which
+    reaches every process of the terminal, stops the comparison alone: it stops its runs with SIGTERM
+    (a child interrupted while starting up would print its own traceback). A Ctrl-C that arrives here
+    meanwhile is held back, not lost: blocked, it is delivered when the block ends."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: the children keep this process's handling
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 @contextlib.contextmanager
