@@ -286,6 +286,27 @@ def test_ctrl_c_on_a_parallel_comparison_is_one_line_and_exit_code_130(tmp_path)
         assert (run_dir / "last").exists(), f"{run_dir} was not checkpointed"
 
 
+def test_a_data_name_that_is_not_one_folder_name_is_refused_before_anything_is_written(tmp_path, capsys):
+    from synthesizer.cli import main as cli_main
+
+    for name in ("x/../../../../escape", "..", "/abs"):
+        with pytest.raises(SystemExit) as stop:
+            cli_main(["compare", "--preset", "lm", "--kinds", "vanilla", "--baselines", "", "--no-heatmaps",
+                      "--set", f"data={{corpus: sotu-subset, name: '{name}'}}", "--out", str(tmp_path / "nest" / "cmp")])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and f"data.name {name!r} cannot name a folder" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "nest").exists()
+
+
+def test_every_name_joined_into_a_run_folder_is_one_folder_name():
+    from synthesizer.errors import path_component
+
+    for bad in ("", " ", ".", "..", "a/b", "../x", "/etc", "a\0b"):
+        with pytest.raises(ValueError, match=r"^attention kind .* cannot name a folder"):
+            path_component("attention kind", bad)
+    assert path_component("attention kind", "random+vanilla") == "random+vanilla"
+
+
 def no_plots(monkeypatch):
     """Skip drawing (the slow part) where a test only reads the tables."""
     monkeypatch.setattr("synthesizer.report.plots._save", lambda fig, path: plots_mod.plt.close(fig))

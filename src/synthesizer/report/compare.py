@@ -67,6 +67,13 @@ def data_name(cfg) -> str:
     return d.get("name") or Path(d["train"]).name.split(".")[0]
 
 
+def run_folder(out: Path, cfg, kind: str, seed: int) -> Path:
+    """``OUT/runs/<task>-<data>/<kind>/seed<N>``; each name must be one folder name, so that no run is
+    written outside ``out`` (a data name such as ``x/../..`` would be)."""
+    key = path_component("data name", group_key(cfg.task, data_name(cfg)))
+    return out / "runs" / key / path_component("attention kind", kind) / f"seed{seed}"
+
+
 def check_kinds(kinds: list[str]) -> list[str]:
     """Canonical, de-duplicated kinds; ValueError naming a bad one and the allowed kinds."""
     from ..attention.factory import check_kind
@@ -173,7 +180,7 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
             if label:
                 results["labels"][key] = label
             for kind in kinds:
-                run_dir = out / "runs" / key / kind / f"seed{seed}"
+                run_dir = run_folder(out, base, kind, seed)
                 if run_dir in planned:  # two tasks given the same data train it once
                     continue
                 planned.add(run_dir)
@@ -253,7 +260,7 @@ def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_
     their records in ``results["pretraining"]`` (not among the runs: they are no task of the report).
     Returns ``{(kind, seed): (run folder, error or None)}``, or None when interrupted."""
     key = group_key(cfg.task, data_name(cfg))
-    plan = [(cfg, kind, seed, out / "runs" / key / kind / f"seed{seed}") for kind, seed in needed]
+    plan = [(cfg, kind, seed, run_folder(out, cfg, kind, seed)) for kind, seed in needed]
     done_runs: dict = {}
     kept = {(r["attention"], r.get("seed", 0)): r for r in results.get("pretraining", [])}
     pace = Pace(len(plan))

@@ -24,6 +24,7 @@ from typing import Any, Callable
 from ..attention.factory import check_kind
 from ..data.records import TASKS as DATA_TASKS
 from ..data.span_corruption import N_SENTINELS
+from ..errors import path_component
 from ..models.config import ModelConfig
 from ..training.loop import TrainConfig
 
@@ -73,6 +74,8 @@ class DataOptions:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ValueError(f"data.{name} must be a non-empty string, got {value!r}")
+        if self.name is not None:  # the folder a comparison keeps the runs on this data in
+            path_component("data.name", self.name)
         _positive("data", self, ("limit", "max_history", "max_words"))
         if self.corpora is not None and (not isinstance(self.corpora, list) or not self.corpora or not all(
                 isinstance(c, str) and c.strip() for c in self.corpora)):
