@@ -106,6 +106,34 @@ def test_unseen_label_names_file_and_line(tmp_path):
         load_files("classification", tr, test=te)
 
 
+def test_labels_are_stripped_and_labels_equal_but_for_case_are_refused_naming_both(tmp_path):
+    tr = write(tmp_path / "train.tsv", "pos\tgood\nneg \tbad\n pos\tfine\nneg\tworse\n")
+    c = load_files("classification", tr)
+    assert c.label_names == ["neg", "pos"] and [r["label"] for r in c["train"]] == [1, 0, 1, 0]
+    bad = write(tmp_path / "bad.tsv", "pos\tgood\nneg\tbad\nPos \tfine\n")
+    with pytest.raises(DataError, match=r"bad\.tsv:3: label 'Pos' differs from 'pos' \(.*bad\.tsv:1\) only by case"):
+        load_files("classification", bad)
+    te = write(tmp_path / "test.tsv", "NEG\tbad\n")  # across splits too: one label set
+    with pytest.raises(DataError, match=r"test\.tsv:1: label 'NEG' differs from 'neg' \(.*train\.tsv:2\) only by case"):
+        load_files("classification", tr, test=te)
+
+
+def test_regression_labels_must_be_finite(tmp_path):
+    for i, value in enumerate(("nan", "inf", "-Infinity")):
+        bad = write(tmp_path / f"b{i}.tsv", f"0.5\ta\n{value}\tb\n")
+        with pytest.raises(DataError, match=rf"b{i}\.tsv:2: label '{value}' is not a finite number"):
+            load_files("regression", bad)
+    bad = write(tmp_path / "b.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": NaN}\n')
+    with pytest.raises(DataError, match=r"b\.jsonl:2: label nan is not a finite number"):
+        load_files("regression", bad)
+
+
+def test_a_data_path_that_is_a_folder_says_so(tmp_path):
+    (tmp_path / "train.tsv").mkdir()
+    with pytest.raises(DataError, match=r"train\.tsv: a folder, not a file"):
+        load_files("classification", tmp_path / "train.tsv")
+
+
 def test_missing_jsonl_column(tmp_path):
     tr = write(tmp_path / "t.jsonl", json.dumps({"en": "a", "de": "b"}) + "\n" + json.dumps({"en": "c"}) + "\n")
     with pytest.raises(DataError, match=r"t\.jsonl:2: missing field 'de'; fields present: en"):

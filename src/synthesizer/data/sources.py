@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,8 @@ BUILTIN: dict[str, BuiltinCorpus] = {
 
 def check_file(path: str | os.PathLike) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path}: a folder, not a file; give the data file itself")
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     return path
@@ -287,6 +290,40 @@ def _label_key(label: Any) -> tuple:
     return (0, label, "") if isinstance(label, int) else (1, 0, str(label))
 
 
+def _target(label: Any, path: Path, lineno: int) -> float:
+    """A regression label as a finite float; DataError with the file and line otherwise (a NaN or
+    infinite target would make every loss and metric NaN)."""
+    try:
+        value = float(label)
+    except (TypeError, ValueError):
+        raise DataError(f"{path}:{lineno}: label {label!r} is not a number") from None
+    if not math.isfinite(value):
+        raise DataError(f"{path}:{lineno}: label {label!r} is not a finite number")
+    return value
+
+
+def _normalise_labels(raw: dict[str, list], files: dict[str, Path]) -> dict[str, list]:
+    """Classification labels without surrounding whitespace (``pos `` is ``pos``). Labels that differ
+    only by case are refused, naming both spellings and where each first appears: they would be
+    two classes, most likely by mistake. Train is read first, then the other splits."""
+    first: dict[str, tuple[str, str]] = {}  # case-folded label -> (the spelling seen, where)
+    out: dict[str, list] = {}
+    for split in sorted(raw, key=lambda s: s != "train"):
+        rows = []
+        for n, row in raw[split]:
+            label = row["label"]
+            if isinstance(label, str):
+                label = label.strip()  # never empty: the readers refuse a blank field
+                seen, where = first.setdefault(label.casefold(), (label, f"{files[split]}:{n}"))
+                if seen != label:
+                    raise DataError(f"{files[split]}:{n}: label {label!r} differs from {seen!r} ({where}) only by "
+                                    "case; write one spelling (labels are compared as written)")
+                row = {**row, "label": label}
+            rows.append((n, row))
+        out[split] = rows
+    return {split: out[split] for split in raw}
+
+
 def _finish(name: str, task: str, files: dict[str, Path], raw: dict[str, list], origin: str) -> Corpus:
     """Map raw labels to ints (classification) or floats (regression) and build the `Corpus`."""
     if task not in ("classification", "regression"):
@@ -296,14 +333,12 @@ def _finish(name: str, task: str, files: dict[str, Path], raw: dict[str, list], 
         for split, rows in raw.items():
             out = []
             for n, row in rows:
-                try:
-                    out.append({**row, "label": float(row["label"])})
-                except ValueError:
-                    raise DataError(f"{files[split]}:{n}: label {row['label']!r} is not a number") from None
+                out.append({**row, "label": _target(row["label"], files[split], n)})
             splits[split] = out
         return Corpus(name, task, splits, None, origin)
     if "train" not in raw:
         raise DataError(f"corpus {name!r}: classification needs a train split to fix the label set")
+    raw = _normalise_labels(raw, files)
     names = sorted({row["label"] for _, row in raw["train"]}, key=_label_key)
     index = {label: i for i, label in enumerate(names)}
     for split, rows in raw.items():
