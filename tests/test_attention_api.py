@@ -79,6 +79,34 @@ def test_seq_longer_than_max_len(kind):
         layer.attention_weights(torch.randn(1, L + 1, D))
 
 
+@pytest.mark.parametrize("kind", ["random", "dense", "vanilla"])
+def test_padding_before_a_real_token_is_refused_by_the_layer_as_by_the_hf_wrapper(kind):
+    """Left padding would index R and W2 by shifted positions and silently give other outputs."""
+    layer = build(kind)
+    x = torch.randn(2, 5, D)
+    pad = torch.zeros(2, 5, dtype=torch.bool)
+    pad[1, :2] = True  # left-padded
+    message = "key_padding_mask has padding before a real token.*put the padding on the right"
+    with pytest.raises(ValueError, match=message):
+        layer(x, pad)
+    with pytest.raises(ValueError, match=message):
+        layer.attention_weights(x, pad)
+    hole = torch.zeros(2, 5, dtype=torch.bool)
+    hole[0, 2] = True
+    with pytest.raises(ValueError, match=message):
+        layer(x, hole)
+    # padding cached, then a real token: left padding across the calls of incremental decoding
+    causal = build(kind, causal=True)
+    cache = causal.new_cache()
+    with torch.no_grad():
+        causal(x[:, :2], pad[:, :2], cache=cache)
+        with pytest.raises(ValueError, match=message):
+            causal(x[:, 2:3], cache=cache)
+    right = torch.zeros(2, 5, dtype=torch.bool)
+    right[1, 3:] = True  # on the right: fine
+    assert torch.isfinite(layer(x, right)).all()
+
+
 def test_bad_padding_mask():
     layer = build("dense+vanilla")
     x = torch.randn(2, 5, D)

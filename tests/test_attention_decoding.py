@@ -62,7 +62,7 @@ def test_several_positions_at_a_time_with_padding(kind):
     assert_close_f32(steps, full, f"{kind}: chunks 3, 1, 2, 1", LAYER)
 
 
-def test_padding_only_in_later_chunks():
+def test_padding_only_in_later_chunks(any_key_mask):
     """The first chunk without a mask, a later one with padding: the cache fills in the missing mask."""
     layer = build("dense+vanilla")
     x = torch.randn(2, 6, D)

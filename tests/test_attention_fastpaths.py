@@ -287,7 +287,7 @@ def test_fully_padded_rows_give_zeros_not_nan(kind):
 
 
 @pytest.mark.parametrize("kind,impl", list(fast_cases()))
-def test_causal_row_with_no_real_key_matches_reference(kind, impl):
+def test_causal_row_with_no_real_key_matches_reference(kind, impl, any_key_mask):
     """Causal with the first keys padded: the first rows have no key to attend to (zeros, no NaN)."""
     fast, ref = pair(kind, impl, True)
     pad = torch.zeros(B, 6, dtype=torch.bool)

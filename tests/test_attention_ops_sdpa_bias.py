@@ -70,7 +70,7 @@ def compare(kind: str, causal: bool, pad_kind: str, n: int, device: torch.device
 @pytest.mark.parametrize("pad_kind", ["none", "end", "start"])
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_sdpa_bias_matches_reference(kind, causal, pad_kind):
+def test_sdpa_bias_matches_reference(kind, causal, pad_kind, any_key_mask):
     for n in (5, L):  # a head size and a length that are not multiples of the padded head size
         compare(kind, causal, pad_kind, n, torch.device("cpu"))
 
@@ -124,7 +124,7 @@ def test_sdpa_bias_is_a_kernel_with_the_kernel_interface():
 @pytest.mark.parametrize("pad_kind", ["none", "end", "start"])
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_cuda_sdpa_bias_matches_reference(kind, causal, pad_kind):
+def test_cuda_sdpa_bias_matches_reference(kind, causal, pad_kind, any_key_mask):
     for n in (5, L):
         compare(kind, causal, pad_kind, n, torch.device("cuda"))
 

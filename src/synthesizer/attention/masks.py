@@ -37,6 +37,17 @@ def check_padding_mask(mask: Tensor | None, batch: int, seq: int) -> None:
         raise ValueError(f"key_padding_mask must have shape (batch, seq) = {(batch, seq)}, got {tuple(mask.shape)}")
 
 
+def check_right_padded(mask: Tensor | None, name: str = "key_padding_mask") -> None:
+    """ValueError when a row of ``mask`` (B, n) bool, True = padding, has padding before a real token.
+
+    Inputs are left-aligned everywhere (SPEC, Lengths): a synthesizer's logits are indexed by absolute
+    position, so a left-padded row would silently read the wrong rows of R or W2. ``name``: the
+    argument as the caller knows it (the HF wrappers pass their ``attention_mask``)."""
+    if mask is not None and mask.shape[-1] > 1 and bool((mask[:, :-1] & ~mask[:, 1:]).any()):
+        raise ValueError(f"{name} has padding before a real token; synthesizer models take left-aligned "
+                         "inputs (positions are absolute): put the padding on the right")
+
+
 def check_mixer_input(x: Tensor, d_model: int, max_len: int, key_padding_mask: Tensor | None,
                       start: int | None = None) -> None:
     """The input rule of every self-attention mixer: x (batch, seq, d_model), ``start`` cached positions

@@ -18,7 +18,7 @@ from .cache import AttentionCache
 from .dispatch import IMPLS, KERNELS, choose_path, running_path
 from .forms import BIAS
 from .kinds import Kind, parse_kind
-from .masks import check_mixer_input
+from .masks import check_mixer_input, check_right_padded
 from .ops import Scores, reference
 from .vanilla import split_heads
 
@@ -127,6 +127,12 @@ class SynthesizerAttention(nn.Module):
     # ------------------------------------------------------------------ internals
     def _check(self, x: Tensor, key_padding_mask: Tensor | None, cache: AttentionCache | None) -> int:
         check_mixer_input(x, self.d_model, self.max_len, key_padding_mask, None if cache is None else cache.length)
+        if cache is not None and cache.padding is not None and bool(cache.padding.any()):
+            # padding cached earlier, before the new (real) positions, is left padding as well
+            new = key_padding_mask if key_padding_mask is not None else cache.padding.new_zeros(x.shape[:2])
+            check_right_padded(torch.cat([cache.padding, new], dim=1))
+        else:
+            check_right_padded(key_padding_mask)
         return 0 if cache is None else cache.length
 
     def _weights(self) -> list[Tensor | float]:

@@ -25,6 +25,7 @@ from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithP
 from ..attention.dense import DenseLogits, linear_init_
 from ..attention.factorized import FactorizedDenseLogits, FactorizedRandomLogits
 from ..attention.random import RandomLogits, xavier_per_head_
+from ..attention.masks import check_right_padded
 from ..attention.synthesizer import SynthesizerAttention
 from ..models.blocks import Embeddings, fit_length
 from ..models.classifier import Classifier
@@ -136,9 +137,7 @@ def padding_mask(attention_mask: Tensor | None, length: int) -> Tensor | None:
     if attention_mask.dim() != 2:
         raise ValueError(f"attention_mask must have shape (batch, seq), got {tuple(attention_mask.shape)}")
     keep = attention_mask.bool()
-    if bool((keep[:, 1:] & ~keep[:, :-1]).any()):
-        raise ValueError("attention_mask has padding before a real token; synthesizer models take left-aligned "
-                         "inputs (positions are absolute): put the padding on the right")
+    check_right_padded(~keep, "attention_mask")
     pad = ~keep[:, -length:] if length else ~keep[:, :0]
     return pad if bool(pad.any()) else None
 
