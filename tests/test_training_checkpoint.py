@@ -143,6 +143,45 @@ def test_a_truncated_checkpoint_names_the_file_and_resume_falls_back_to_the_prev
     assert not (tmp_path / "step-00000004").exists()  # the damaged one was pruned
 
 
+class NotWeights:
+    """An object torch.load(weights_only=True) refuses to build (no code of a checkpoint ever runs)."""
+
+
+def damage(path, how: str) -> None:
+    if how == "not weights-only":
+        torch.save({"step": 4, "payload": NotWeights()}, path)
+    elif how == "not a zip":
+        path.write_bytes(b"this is not a checkpoint at all")
+    elif how == "truncated":
+        path.write_bytes(path.read_bytes()[:200])
+    elif how == "missing keys":
+        torch.save({"step": 4}, path)
+    elif how == "config not JSON":
+        path.write_text('{"vocab": 4')
+
+
+@pytest.mark.parametrize("how, name", [("not weights-only", "trainer_state.pt"), ("not a zip", "trainer_state.pt"),
+                                       ("truncated", "trainer_state.pt"), ("missing keys", "trainer_state.pt"),
+                                       ("config not JSON", "config.json")])
+def test_any_unreadable_checkpoint_file_is_corrupt_and_resume_falls_back(tmp_path, how, name):
+    """Whatever is wrong with a file of the newest checkpoint: one line naming it, and --resume goes on
+    from the older intact checkpoint (as the README promises for a corrupt one)."""
+    from synthesizer.training.checkpoint import CheckpointError
+    from test_training_toy import make_trainer
+
+    make_trainer(tmp_path, max_steps=4, save_every=3).train()
+    broken = tmp_path / "step-00000004" / name
+    damage(broken, how)
+    model = TinyLM()
+    with pytest.raises(CheckpointError, match=rf"^checkpoint file {broken} is truncated or corrupt") as err:
+        load_checkpoint(tmp_path, model, build_optimizer(model, lr=1e-2))
+    assert "\n" not in str(err.value) and "weights_only" not in str(err.value)
+    with pytest.warns(UserWarning, match=rf"step-00000004/{name} is truncated or corrupt.*resuming from the older "
+                                         r"checkpoint step-00000003 \(step 3\)"):
+        result = make_trainer(tmp_path, max_steps=5).train(resume=True)
+    assert result.step == 5
+
+
 def test_a_full_disk_while_saving_is_one_line_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     import errno
 

@@ -277,15 +277,19 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
                     scheduler=None, *, restore_rng: bool = True, rank: int = 0, which: str = "last") -> dict:
     """Restore weights, optimizer, scheduler and (this rank's) RNG state from a checkpoint.
 
+    Every file is read before anything is restored; one that cannot be read whole (truncated, not a
+    zip, objects that ``weights_only`` loading refuses, keys missing, JSON cut short) raises
+    :class:`CheckpointError` naming it, so a caller can fall back to an older checkpoint.
     Returns the trainer state: ``{"step", "extra", "path", "config"}``.
     """
     folder = resolve_checkpoint(path, which)
-    load_model_weights(folder / WEIGHTS_NAME, model)
+    state = _read_state(folder / STATE_NAME)
     try:
-        state = torch.load(folder / STATE_NAME, map_location="cpu", weights_only=True)
-    except (RuntimeError, OSError, EOFError, ValueError) as e:
-        raise CheckpointError(f"checkpoint file {folder / STATE_NAME} is truncated or corrupt "
-                              f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+        with open(folder / CONFIG_NAME) as f:
+            config = json.load(f)
+    except (OSError, ValueError) as e:
+        raise corrupt(folder / CONFIG_NAME, e) from None
+    load_model_weights(folder / WEIGHTS_NAME, model)
     if optimizer is not None:
         if state["optimizer"] is None:
             raise ValueError(f"checkpoint {str(folder)!r} has no optimizer state")
@@ -296,10 +300,37 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
         scheduler.load_state_dict(state["scheduler"])
     if restore_rng:
         rngs = state["rng"]
-        restore_rng_state(rngs[rank] if rank < len(rngs) else rngs[0])
-    try:
-        with open(folder / CONFIG_NAME) as f:
-            config = json.load(f)
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"checkpoint file {folder / CONFIG_NAME} is truncated or corrupt ({e})") from None
+        try:
+            restore_rng_state(rngs[rank] if rank < len(rngs) else rngs[0])
+        except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as e:
+            raise corrupt(folder / STATE_NAME, e) from None
     return {"step": state["step"], "extra": state["extra"], "path": folder, "config": config}
+
+
+STATE_KEYS = ("step", "optimizer", "scheduler", "rng", "extra")
+
+
+def _read_state(file: Path) -> dict:
+    """The trainer state saved in ``file``, with every key :func:`save_checkpoint` writes; CheckpointError
+    for anything else. Loaded with ``weights_only=True``: a file holding other objects is refused, and
+    no code in it runs."""
+    import pickle
+
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise CheckpointError(f"checkpoint file {file} is truncated or corrupt (it holds objects other than "
+                              "tensors and plain values, which are not loaded)") from None
+    except Exception as e:  # noqa: BLE001  truncated, not a zip, unreadable: whatever torch says, it is unusable
+        raise corrupt(file, e) from None
+    missing = [k for k in STATE_KEYS if k not in state] if isinstance(state, dict) else list(STATE_KEYS)
+    if missing or not isinstance(state["extra"], dict) or not isinstance(state["rng"], (list, tuple)) or not state["rng"]:
+        what = f"no {', '.join(missing)}" if missing else "its extra or rng entry is malformed"
+        raise CheckpointError(f"checkpoint file {file} is truncated or corrupt ({what})")
+    return state
+
+
+def corrupt(file: Path, error: BaseException) -> CheckpointError:
+    """The one-line error for a checkpoint ``file`` that cannot be read: the first line of ``error``."""
+    reason = str(error).splitlines()[0] if str(error).strip() else type(error).__name__
+    return CheckpointError(f"checkpoint file {file} is truncated or corrupt ({reason})")
