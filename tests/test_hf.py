@@ -217,6 +217,49 @@ def test_left_padding_is_refused_in_one_line():
         model(torch.randint(3, 50, (2, 3)), attention_mask=mask)
 
 
+def test_generate_with_prompts_of_unequal_length_says_so():
+    """Right padding is fine for a forward pass, but generate appends after it: prompts must be equal."""
+    model = tiny(H.SynthesizerForCausalLM, "random")
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+    with pytest.raises(ValueError, match=r"^prompts given to generate must have the same length"):
+        model.generate(torch.randint(3, 50, (2, 4)), attention_mask=mask, max_new_tokens=3)
+    full = torch.ones(2, 4, dtype=torch.long)  # a mask without padding is fine
+    assert model.generate(torch.randint(3, 50, (2, 4)), attention_mask=full, max_new_tokens=3).shape == (2, 7)
+
+
+@pytest.mark.parametrize("cls", [H.SynthesizerForCausalLM, H.SynthesizerForSeq2SeqLM])
+def test_generate_past_max_len_is_refused_before_decoding(cls, monkeypatch):
+    model = tiny(cls, "random")  # max_position_embeddings=24
+    steps = []
+    forward = type(model).forward
+    monkeypatch.setattr(type(model), "forward", lambda self, *a, **k: steps.append(1) or forward(self, *a, **k))
+    with pytest.raises(ValueError, match=r"max_new_tokens=30: \d+ positions exceeds max_position_embeddings=24"):
+        model.generate(torch.randint(3, 50, (1, 5)), max_new_tokens=30)
+    assert steps == []  # nothing was decoded
+    assert model.generate(torch.randint(3, 50, (1, 5)), max_new_tokens=4).shape[0] == 1
+
+
+@pytest.mark.parametrize("kind", ["random", "dense+vanilla"])
+def test_a_decoding_cache_filled_with_grad_enabled_can_be_deep_copied(kind):
+    import copy
+
+    model = tiny(H.SynthesizerForCausalLM, kind)
+    cache = model.new_cache()
+    ids = torch.randint(3, 50, (2, 4))
+    logits = model(ids[:, :3], cache=cache, use_cache=True).logits  # grad enabled: the cache holds graph tensors
+    assert logits.requires_grad
+    copied = copy.deepcopy(cache)
+    step = model(ids[:, 3:], cache=cache, use_cache=True).logits
+    again = model(ids[:, 3:], cache=copied, use_cache=True).logits
+    assert torch.equal(step, again) and copied.get_seq_length() == cache.get_seq_length() == 4
+    again.sum().backward()  # the copy keeps the history: gradients reach the weights through the cached steps
+    assert all(p.grad is not None for p in model.model.embed.parameters() if p.requires_grad)
+    # the project's own caches too
+    caches = model.model.new_caches()
+    model.model(ids[:, :3], caches=caches)
+    assert [c.length for c in copy.deepcopy(caches)] == [c.length for c in caches]
+
+
 # ----------------------------------------------------------------------------- losses
 def test_labels_give_the_projects_losses_and_num_items_in_batch_sums():
     lm = tiny(H.SynthesizerForCausalLM, "random")
@@ -364,6 +407,32 @@ def test_export_errors_are_one_line(tmp_path, capsys):
     tiny(H.SynthesizerForCausalLM).save_pretrained(tmp_path / "bare")  # no tokenizer, no experiment config
     code, _, err = run_cli(["evaluate", "--run", str(tmp_path / "bare")], capsys)
     assert code == 2 and "tokenizer.json" in err and err.count("\n") == 1
+
+
+def test_an_hf_folder_with_a_bin_file_that_is_not_weights_only_is_one_line(runs, tmp_path, capsys):
+    hf = tmp_path / "hf"
+    assert run_cli(["export", "--run", str(runs["lm"]), "--out", str(hf)], capsys)[0] == 0
+    (hf / "model.safetensors").unlink()
+    torch.save({"model.embed.token.weight": NotWeights()}, hf / "pytorch_model.bin")
+    for argv in (["evaluate", "--run", str(hf)], ["export", "--from-hf", str(hf), "--out", str(tmp_path / "back")]):
+        code, _, err = run_cli(argv, capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert err.startswith(f"error: {hf / 'pytorch_model.bin'}: not a weights-only file"), err
+
+
+def test_a_truncated_hf_config_json_says_so(runs, tmp_path, capsys):
+    hf = tmp_path / "hf"
+    assert run_cli(["export", "--run", str(runs["lm"]), "--out", str(hf)], capsys)[0] == 0
+    config = hf / "config.json"
+    config.write_text(config.read_text()[:40])
+    for argv in (["evaluate", "--run", str(hf)], ["generate", "--run", str(hf), "--prompt", "x"],
+                 ["export", "--from-hf", str(hf), "--out", str(tmp_path / "back")]):
+        code, _, err = run_cli(argv, capsys)
+        assert code == 2 and err.startswith(f"error: {config}: config.json is not valid JSON"), err
+
+
+class NotWeights:
+    """An object torch.load(weights_only=True) refuses to build."""
 
 
 def test_export_without_the_extra_names_it_in_one_line(tmp_path):

@@ -135,12 +135,16 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def is_hf_folder(path: str) -> bool:
-    """A folder with an HF ``config.json`` of model_type "synthesizer" (read without importing transformers)."""
+    """A folder with an HF ``config.json`` of model_type "synthesizer" (read without importing transformers).
+    ValueError for a ``config.json`` that does not parse (a run folder has none: it is meant as an HF one)."""
     config = Path(path) / "config.json"
     try:
-        return config.is_file() and json.loads(config.read_text()).get("model_type") == "synthesizer"
-    except (json.JSONDecodeError, AttributeError, OSError):
+        data = json.loads(config.read_text()) if config.is_file() else None
+    except ValueError as e:  # cut short by a copy, or not text at all
+        raise ValueError(f"{config}: config.json is not valid JSON ({e})") from None
+    except OSError:
         return False
+    return isinstance(data, dict) and data.get("model_type") == "synthesizer"
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import Tensor
 
 
-class AttentionCache:
+class DecodingState:
+    """Base of every layer's decoding cache: ``copy.deepcopy`` works whether or not it was filled with
+    grad enabled. Torch refuses to deep-copy a tensor that is not a graph leaf; a copy here clones its
+    tensors instead, keeping their autograd history, so decoding on from the copy behaves (and
+    backpropagates) as decoding on from the original would."""
+
+    def __deepcopy__(self, memo: dict) -> "DecodingState":
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for name, value in self.__dict__.items():
+            new.__dict__[name] = value.clone() if isinstance(value, Tensor) else copy.deepcopy(value, memo)
+        return new
+
+
+class AttentionCache(DecodingState):
     """Values of every position decoded so far, keys only where ``vanilla`` needs them.
 
     Synthesizer logits for position t depend on position t alone, so a pure synthesizer caches

@@ -15,10 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .cache import DecodingState
 from .masks import check_mixer_input
 
 
-class ConvCache:
+class ConvCache(DecodingState):
     """The last K-1 conv inputs of a causal conv layer: all it needs to decode the next position.
 
     ``inputs``: (B, K-1, d), zeros before the first step (the causal left padding). Its size does not

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .cache import DecodingState
 from .masks import allowed_keys, check_padding_mask, masked_softmax
 from .random import xavier_per_head_
 from .vanilla import split_heads
@@ -21,7 +22,7 @@ from .vanilla import split_heads
 CROSS_KINDS = ("vanilla", "random")
 
 
-class CrossAttentionCache:
+class CrossAttentionCache(DecodingState):
     """The memory projected once: ``keys`` (B, H, s, dh) or None (random), ``values`` (B, H, s, dh),
     ``padding`` (B, s) bool (True = padding) or None."""
 

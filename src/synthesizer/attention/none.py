@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from .cache import DecodingState
 from .masks import check_mixer_input
 
 
-class NoneCache:
+class NoneCache(DecodingState):
     """The decoding cache of :class:`NoMixing`: no tensors, only the count of positions decoded so far."""
 
     def __init__(self) -> None:

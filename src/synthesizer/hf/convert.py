@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 from pathlib import Path
 
 from torch import nn
@@ -89,7 +90,13 @@ def load_hf(hf_dir: str | os.PathLike):
     if not known:
         raise DataError(f"{hf_dir}/config.json: architectures {architectures} name none of "
                         f"{', '.join(FAMILY_OF)}")
-    return HF_CLASSES[FAMILY_OF[known[0]]].from_pretrained(str(hf_dir)).eval()
+    try:
+        return HF_CLASSES[FAMILY_OF[known[0]]].from_pretrained(str(hf_dir)).eval()
+    except pickle.UnpicklingError:  # from_pretrained reads .bin files with weights_only=True: nothing in them runs
+        bins = sorted(hf_dir.glob("*.bin"))
+        where = bins[0] if bins else hf_dir
+        raise DataError(f"{where}: not a weights-only file (it holds objects other than tensors, which are not "
+                        "loaded); save the model with save_pretrained (model.safetensors)") from None
 
 
 def load_folder(hf_dir: str | os.PathLike) -> tuple[nn.Module, Tokenizer, ExperimentConfig | None, str, list | None]:

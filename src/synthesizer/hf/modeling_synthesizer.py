@@ -14,6 +14,8 @@ synthesizer logits are indexed by them, so padding must be on the right. A left-
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -140,6 +142,42 @@ def padding_mask(attention_mask: Tensor | None, length: int) -> Tensor | None:
     check_right_padded(~keep, "attention_mask")
     pad = ~keep[:, -length:] if length else ~keep[:, :0]
     return pad if bool(pad.any()) else None
+
+
+def check_generation(model: "SynthesizerPreTrainedModel", inputs: Tensor | None, generation_config, kwargs: dict) -> None:
+    """What ``generate`` is asked, checked before it decodes anything: for a causal LM, prompts of one
+    length (generate appends after the last position of every row, so a shorter, right-padded prompt
+    would have padding before its new tokens); for both, the positions it would fill fit
+    ``max_position_embeddings`` (the rule of the project's own generation). With
+    ``on_too_long="truncate"`` the budget is cut to what fits instead, with a warning."""
+    decoder_only = not model.config.is_encoder_decoder
+    ids = inputs if inputs is not None else kwargs.get("input_ids")
+    mask = kwargs.get("attention_mask")
+    if decoder_only and mask is not None:
+        pad = ~mask.bool()
+        check_right_padded(pad, "attention_mask")
+        if bool(pad.any()):
+            raise ValueError("prompts given to generate must have the same length: it appends after the last "
+                             "position of every row, so a right-padded prompt would have padding before its new "
+                             "tokens; generate prompts of each length in a batch of their own")
+    config = generation_config if generation_config is not None else model.generation_config
+    new_tokens = kwargs.get("max_new_tokens", getattr(config, "max_new_tokens", None))
+    if new_tokens is None and "max_length" not in kwargs and generation_config is None:
+        return  # HF's default length (20): generate stops there, EOS may come first
+    start = ids.shape[-1] if decoder_only and isinstance(ids, Tensor) else 1  # a decoder starts from one token
+    limit = model.config.max_position_embeddings
+    total = start + new_tokens if new_tokens is not None else kwargs.get("max_length", config.max_length)
+    if total is None or total <= limit:
+        return
+    if model.config.on_too_long == "truncate":
+        warnings.warn(f"generation stops at max_position_embeddings={limit} positions", stacklevel=3)
+        kwargs["max_new_tokens"] = limit - start
+        kwargs.pop("max_length", None)
+        return
+    what = "prompt length" if decoder_only else "the decoder's start token"
+    asked = f"max_new_tokens={new_tokens}" if new_tokens is not None else f"max_length={total}"
+    raise ValueError(f"{what} {start} + {asked}: {total} positions exceeds max_position_embeddings={limit}; "
+                     f"ask for at most {limit - start} new tokens")
 
 
 def token_loss(logits: Tensor, labels: Tensor, num_items_in_batch: Tensor | int | None = None) -> Tensor:
@@ -289,6 +327,12 @@ class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
     def get_output_embeddings(self) -> nn.Linear:
         return self.model.head
 
+    def generate(self, inputs: Tensor | None = None, generation_config=None, **kwargs):
+        """``GenerationMixin.generate`` after :func:`check_generation`: a request it cannot finish is
+        refused before the first token is decoded."""
+        check_generation(self, inputs, generation_config, kwargs)
+        return super().generate(inputs, generation_config, **kwargs)
+
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
                 cache: Cache | None = None, use_cache: bool | None = None, return_dict: bool | None = None,
                 num_items_in_batch: Tensor | int | None = None, **kwargs) -> CausalLMOutputWithPast:
@@ -344,6 +388,12 @@ class SynthesizerForSeq2SeqLM(SynthesizerPreTrainedModel, GenerationMixin):
 
     def get_encoder(self, modality: str | None = None) -> _Encoder:
         return _Encoder(self)
+
+    def generate(self, inputs: Tensor | None = None, generation_config=None, **kwargs):
+        """``GenerationMixin.generate`` after :func:`check_generation`: a request it cannot finish is
+        refused before the first token is decoded."""
+        check_generation(self, inputs, generation_config, kwargs)
+        return super().generate(inputs, generation_config, **kwargs)
 
     def shift_right(self, labels: Tensor) -> Tensor:
         """labels (B, t) -> decoder inputs (B, t): start token, then labels[:, :-1] (-100 as padding)."""

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..attention.cache import DecodingState
 from ..attention.cross import CrossAttention, CrossAttentionCache
 from ..attention.factory import build_mixer
 from .config import ModelConfig
@@ -112,7 +113,7 @@ class EncoderBlock(nn.Module):
         return x + self.ffn(self.ln_ffn(x))
 
 
-class DecoderLayerCache:
+class DecoderLayerCache(DecodingState):
     """One decoder layer's decoding state: its self-attention cache and the projected memory."""
 
     def __init__(self, self_attn, cross: CrossAttentionCache):
