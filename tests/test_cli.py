@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -119,6 +120,19 @@ def test_generate_from_trained_runs(runs, tmp_path, capsys):
     assert code == 0 and label in ("no", "yes") and 0.5 <= float(prob) <= 1
     code, _, err = run_cli(["generate", "--run", str(runs["lm"]), "--prompt", "x", "--max-new-tokens", "500"], capsys)
     assert code == 2 and "exceeds max_len=32" in err
+
+
+def test_generate_by_default_fits_the_models_max_len_and_says_what_fits(runs, capsys):
+    """The default number of new tokens fits max_len (32 here); too many asked names the option, not a
+    setting the command line does not offer."""
+    for run in ("lm", "translation"):
+        code, out, err = run_cli(["generate", "--run", str(runs[run]), "--prompt", "the cat sat"], capsys)
+        assert code == 0 and out.count("\n") == 1, err
+    code, _, err = run_cli(["generate", "--run", str(runs["lm"]), "--prompt", "the cat", "--max-new-tokens", "40"],
+                           capsys)
+    fits = re.search(r"prompt length (\d+) \+ --max-new-tokens 40 exceeds max_len=32; give at most (\d+)", err)
+    assert code == 2 and fits and int(fits[1]) + int(fits[2]) == 32, err
+    assert "on_too_long" not in err and err.count("\n") == 1
 
 
 def test_bench_and_compare_forward_the_rest_of_the_command_line(monkeypatch, capsys):

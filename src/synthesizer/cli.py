@@ -37,6 +37,7 @@ EPILOG_EXPORT = """examples:
   synthesizer export --from-hf hf/lm-random --out runs/lm-back     # an HF folder back into a run folder
 """
 
+DEFAULT_NEW_TOKENS = 64
 RUN_HELP = "run folder written by `synthesizer train`, or a Hugging Face folder written by `synthesizer export`"
 
 
@@ -78,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--top-k", type=int, metavar="K")
     g.add_argument("--top-p", type=float, metavar="P")
     g.add_argument("--temperature", type=float, default=1.0)
-    g.add_argument("--max-new-tokens", type=int, default=64, metavar="N")
+    g.add_argument("--max-new-tokens", type=int, metavar="N",
+                   help=f"at most N new tokens (default: {DEFAULT_NEW_TOKENS}, or as many as fit the model's max_len)")
     g.add_argument("--seed", type=int, default=0, help="seed for --sample")
     g.add_argument("--checkpoint", default="best", choices=("best", "last"))
 
@@ -224,10 +226,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
             if not ids:  # nothing to translate: an empty line keeps the output aligned with the input
                 return ""
             inputs, mask = pad_sequences([ids], tok.pad_id)
+        budget = _new_tokens(model.config.max_len, len(ids) if family == "lm" else 1, args.max_new_tokens)
         if args.beam and args.beam > 1:
-            seq = beam_search(model, inputs, args.max_new_tokens, src_padding_mask=mask, num_beams=args.beam).best()[0]
+            seq = beam_search(model, inputs, budget, src_padding_mask=mask, num_beams=args.beam).best()[0]
         else:
-            seq = generate(model, inputs, args.max_new_tokens, src_padding_mask=mask, do_sample=args.sample,
+            seq = generate(model, inputs, budget, src_padding_mask=mask, do_sample=args.sample,
                            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            generator=gen).sequences()[0]
         out = tok.decode(seq[len(ids):] if family == "lm" else seq)
@@ -243,6 +246,21 @@ def cmd_generate(args: argparse.Namespace) -> int:
         # flush: the outputs so far stay on a pipe when a later line fails
         print(result, flush=True)
     return 0
+
+
+def _new_tokens(max_len: int, start: int, asked: int | None) -> int:
+    """How many tokens to generate after ``start`` positions (the LM's prompt, a decoder's start token):
+    ``asked``, or by default DEFAULT_NEW_TOKENS cut to what fits ``max_len``. A prompt longer than
+    ``max_len`` is left to generation's own error, which names its length."""
+    room = max_len - start
+    if asked is None:
+        if room == 0:
+            raise ValueError(f"prompt length {start} leaves no room for new tokens within max_len={max_len}")
+        return max(1, min(DEFAULT_NEW_TOKENS, room))
+    if 0 <= room < asked:
+        raise ValueError(f"prompt length {start} + --max-new-tokens {asked} exceeds max_len={max_len}; give at most "
+                         f"{room} (or leave --max-new-tokens out: the default fits max_len)")
+    return asked
 
 
 def _classify(model, tok, regression: bool, text: str, names: list[str] | None) -> str:
