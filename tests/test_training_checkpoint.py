@@ -1,5 +1,7 @@
+import json
 import os
 import random
+import re
 
 import numpy as np
 import pytest
@@ -216,3 +218,49 @@ def test_a_finished_run_is_read_from_best_else_last(tmp_path):
     save_checkpoint(tmp_path, model, step=3)
     assert finished_checkpoint(tmp_path) == best and finished_checkpoint(best) == best
     assert finished_checkpoint(tmp_path, "last").name == "step-00000003"
+
+
+def refuse_log_writes_from(monkeypatch, step: int, saves_too: bool = False) -> None:
+    """From ``step`` on, the run folder takes no more writes (made read-only mid-run), as root sees it too."""
+    import builtins
+
+    from synthesizer.training import loop
+
+    def guarded(path, *args, **kwargs):
+        if str(path).endswith("log.jsonl") and "a" in (args[0] if args else kwargs.get("mode", "r")):
+            lines = open(path).read().splitlines() if os.path.exists(path) else []
+            if lines and json.loads(lines[-1]).get("step", 0) >= step - 1:
+                raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "open", guarded, raising=False)
+    if saves_too:
+        def no_save(directory, *args, **kwargs):
+            raise PermissionError(13, "Permission denied", str(directory))
+        monkeypatch.setattr(loop, "save_checkpoint", no_save)
+
+
+def test_a_run_folder_made_read_only_mid_run_saves_what_it_can_and_says_so_in_one_line(tmp_path, monkeypatch):
+    from test_training_toy import make_trainer
+
+    refuse_log_writes_from(monkeypatch, 5)
+    with pytest.raises(OSError) as err:
+        make_trainer(tmp_path, max_steps=10, save_every=3).train()
+    message = str(err.value)
+    assert "\n" not in message, message
+    assert message.startswith(f"training stopped at step 5: {tmp_path / 'log.jsonl'}: Permission denied"), message
+    assert "saved checkpoint step-00000005 (step 5)" in message and "--resume" in message
+    assert os.readlink(tmp_path / "last") == "step-00000005"  # the steps since the last checkpoint are kept
+
+
+def test_a_run_folder_that_takes_no_checkpoint_either_names_the_last_one_kept(tmp_path, monkeypatch):
+    from test_training_toy import make_trainer
+
+    make_trainer(tmp_path, max_steps=3, save_every=3).train()
+    refuse_log_writes_from(monkeypatch, 5, saves_too=True)
+    with pytest.raises(OSError) as err:
+        make_trainer(tmp_path, max_steps=10, save_every=3).train(resume=True)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("training stopped at step 5: "), message
+    assert "could not save a checkpoint" in message
+    assert re.search(r"the last one kept is step-00000003(\.1)? \(step 3\)", message), message

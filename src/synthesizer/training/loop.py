@@ -41,6 +41,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
+from ..errors import os_error_line
 from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
                          point_last, resolve_checkpoint, restore_rng_state, save_checkpoint)
@@ -426,6 +427,21 @@ class Trainer:
         tmp.write_text("".join(lines))
         os.replace(tmp, self.log_path)
 
+    def _write_failed(self, error: OSError) -> OSError:
+        """One line for a run folder that refused a write mid-run, after trying to checkpoint the steps
+        since the last save (the log may be all that is refused): what failed, and what is kept."""
+        kept = "no checkpoint was tried (several processes, or the loss above the divergence threshold)"
+        if dist_utils.get_world_size() == 1 and not self._above:  # save() waits for every rank
+            try:
+                path = self.save()
+                kept = f"saved checkpoint {path.name} (step {self.step})"
+            except (OSError, CheckpointError) as e:
+                last = intact_checkpoints(self.out_dir)
+                kept = (f"could not save a checkpoint either ({type(e).__name__}); the last one kept is "
+                        + (f"{last[0].name} (step {int(last[0].name[5:13])})" if last else "none"))
+        return OSError(f"training stopped at step {self.step}: {os_error_line(error)}; {kept}; once the folder "
+                       "takes writes again, continue with --resume")
+
     def _elapsed(self) -> float:
         return self.elapsed_before + (time.perf_counter() - self._start)
 
@@ -479,6 +495,8 @@ class Trainer:
         except Diverged as e:
             self._log({"kind": "diverged", "step": e.step, "loss": e.loss, "reason": str(e)})
             raise
+        except OSError as e:  # the run folder stopped taking writes (made read-only, disk full ...)
+            raise self._write_failed(e) from None
         finally:
             for signum, handler in previous_handlers.items():
                 signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
