@@ -237,6 +237,9 @@ def test_generate_past_max_len_is_refused_before_decoding(cls, monkeypatch):
         model.generate(torch.randint(3, 50, (1, 5)), max_new_tokens=30)
     assert steps == []  # nothing was decoded
     assert model.generate(torch.randint(3, 50, (1, 5)), max_new_tokens=4).shape[0] == 1
+    cut = tiny(cls, "random", on_too_long="truncate")  # as the project's generation: up to the limit, with a warning
+    with pytest.warns(UserWarning, match="generation stops at max_position_embeddings=24"):
+        assert cut.generate(torch.randint(3, 50, (1, 5)), max_new_tokens=30).shape[1] <= 24
 
 
 @pytest.mark.parametrize("kind", ["random", "dense+vanilla"])

@@ -26,8 +26,8 @@ from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithP
 
 from ..attention.dense import DenseLogits, linear_init_
 from ..attention.factorized import FactorizedDenseLogits, FactorizedRandomLogits
-from ..attention.random import RandomLogits, xavier_per_head_
 from ..attention.masks import check_right_padded
+from ..attention.random import RandomLogits, xavier_per_head_
 from ..attention.synthesizer import SynthesizerAttention
 from ..models.blocks import Embeddings, fit_length
 from ..models.classifier import Classifier

@@ -496,6 +496,8 @@ class Trainer:
             self._log({"kind": "diverged", "step": e.step, "loss": e.loss, "reason": str(e)})
             raise
         except OSError as e:  # the run folder stopped taking writes (made read-only, disk full ...)
+            if self.out_dir is None:
+                raise
             raise self._write_failed(e) from None
         finally:
             for signum, handler in previous_handlers.items():
