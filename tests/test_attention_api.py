@@ -107,6 +107,17 @@ def test_padding_before_a_real_token_is_refused_by_the_layer_as_by_the_hf_wrappe
     assert torch.isfinite(layer(x, right)).all()
 
 
+@pytest.mark.parametrize("kind", ["random", "dense+vanilla", "factorized_random+vanilla"])
+def test_a_nan_in_one_example_stays_in_that_example(kind):
+    layer = build(kind).eval()
+    x = torch.randn(3, 6, D)
+    alone = layer(x[1:])
+    x[0, 2, 5] = float("nan")
+    out = layer(x)
+    assert torch.isnan(out[0]).any() and torch.isfinite(out[1:]).all()
+    assert_close_f32(out[1:], alone, f"{kind}: the other examples", LAYER)
+
+
 def test_bad_padding_mask():
     layer = build("dense+vanilla")
     x = torch.randn(2, 5, D)

@@ -312,3 +312,13 @@ def test_ctrl_c_outside_training_is_one_line_with_exit_code_130(tmp_path, capsys
     config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
     code, out, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "r")], capsys)
     assert code == 130 and out == "" and err == "synthesizer train: interrupted\n"
+
+
+def test_a_config_with_a_python_tag_runs_no_code_and_is_one_line(tmp_path, capsys):
+    """Configs are read with yaml.safe_load: a tag that would build a Python object is an error."""
+    marker = tmp_path / "ran"
+    config = tmp_path / "c.yaml"
+    config.write_text(f"task: lm\nseed: !!python/object/apply:os.system ['touch {marker}']\n")
+    code, _, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "r")], capsys)
+    assert code == 2 and err.startswith(f"error: {config}:2: invalid YAML") and err.count("\n") == 1, err
+    assert not marker.exists()
