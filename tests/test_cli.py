@@ -322,3 +322,25 @@ def test_a_config_with_a_python_tag_runs_no_code_and_is_one_line(tmp_path, capsy
     code, _, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "r")], capsys)
     assert code == 2 and err.startswith(f"error: {config}:2: invalid YAML") and err.count("\n") == 1, err
     assert not marker.exists()
+
+
+def test_evaluate_falls_back_from_a_damaged_best_checkpoint_to_last(runs, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(runs["lm"], run, symlinks=True)
+    damaged = run / "step-damaged"
+    shutil.copytree(run / "last", damaged)
+    (damaged / "config.json").write_text('{"vocab_size": 3')
+    (run / "best").unlink()
+    (run / "best").symlink_to("step-damaged")
+    expected = run_cli(["evaluate", "--run", str(run), "--checkpoint", "last"], capsys)
+    with pytest.warns(UserWarning, match=rf"checkpoint file {damaged / 'config.json'} is truncated or corrupt.*"
+                                         r"using 'last' instead"):
+        code, out, err = run_cli(["evaluate", "--run", str(run)], capsys)
+    assert (code, out) == expected[:2] and code == 0
+    (run / "last").unlink()
+    (run / "last").symlink_to("step-damaged")
+    code, _, err = run_cli(["evaluate", "--run", str(run)], capsys)
+    assert code == 2 and err.startswith(f"error: checkpoint file {damaged / 'config.json'} is truncated or corrupt")
+    assert err.count("\n") == 1

@@ -53,7 +53,8 @@ from ..data.span_corruption import sentinel_tokens
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
 from ..models import Classifier, EncoderDecoder, ModelConfig, build_model
 from ..training import distributed as dist
-from ..training.checkpoint import CheckpointError, finished_checkpoint, load_model_weights, resolve_checkpoint
+from ..training.checkpoint import (CheckpointError, corrupt, finished_checkpoint, load_model_weights,
+                                   resolve_checkpoint)
 from ..training.lock import FolderLock
 from ..training.loop import Diverged, Trainer, seed_everything
 from .answer_lm import AnswerLMTask
@@ -466,16 +467,33 @@ def load_config(run_dir: str | Path) -> ExperimentConfig:
 
 
 def load_trained(run_dir: str | Path, which: str = "best") -> tuple[nn.Module, Tokenizer, ExperimentConfig]:
-    """(model in eval mode, tokenizer, config) of a run folder; ``which``: "best" (falls back to "last") or "last"."""
+    """(model in eval mode, tokenizer, config) of a run folder; ``which``: "best" (falls back to "last",
+    also when "best" cannot be read whole) or "last"."""
     cfg = load_config(run_dir)
     try:
         checkpoint = finished_checkpoint(run_dir, which)
     except FileNotFoundError as e:
         raise DataError(str(e)) from None
-    model_cfg = ModelConfig.from_dict(json.loads((checkpoint / "config.json").read_text()))
-    model = build_model(task_class(cfg).family, model_cfg)
+    try:
+        return _load_checkpoint_model(checkpoint, cfg), Tokenizer.load(checkpoint / "tokenizer"), cfg
+    except CheckpointError as e:
+        last = Path(run_dir) / "last"
+        if which == "last" or not last.is_dir() or last.resolve() == checkpoint.resolve():
+            raise
+        warnings.warn(f"{e}; using 'last' instead", stacklevel=2)
+        return _load_checkpoint_model(last.resolve(), cfg), Tokenizer.load(last / "tokenizer"), cfg
+
+
+def _load_checkpoint_model(checkpoint: Path, cfg: ExperimentConfig) -> nn.Module:
+    """The model saved in ``checkpoint``, in eval mode; CheckpointError naming a file that cannot be read."""
+    config_file = checkpoint / "config.json"
+    try:
+        saved = json.loads(config_file.read_text())
+    except (OSError, ValueError) as e:
+        raise corrupt(config_file, e) from None
+    model = build_model(task_class(cfg).family, ModelConfig.from_dict(saved))
     load_model_weights(checkpoint, model)
-    return model.eval(), Tokenizer.load(checkpoint / "tokenizer"), cfg
+    return model.eval()
 
 
 def evaluate_run(run_dir: str | Path, split: str = "test", which: str = "best") -> dict:
