@@ -111,6 +111,9 @@ def test_lm_eval_refuses_other_families_and_unknown_tasks(lm_run, tmp_path, caps
     run_experiment(cfg, cls_run, progress=False)
     code, _, err = run_cli(["lm-eval", "--run", str(cls_run), "--tasks", "x"], capsys)
     assert code == 2 and "a classifier model; synthesizer lm-eval evaluates causal language models only" in err
+    assert run_cli(["export", "--run", str(cls_run), "--out", str(tmp_path / "hf")], capsys)[0] == 0
+    code, _, err = run_cli(["lm-eval", "--run", str(tmp_path / "hf"), "--tasks", "x"], capsys)
+    assert code == 2 and "a classifier model" in err  # an HF folder is read from its config.json
     code, _, err = run_cli(["lm-eval", "--run", str(cls_run), "--tasks", "x", "--include-path", str(tmp_path / "no")],
                            capsys)
     assert code == 2 and "--include-path" in err and "no such folder" in err

@@ -71,3 +71,18 @@ def test_bad_loggers_are_config_errors(tmp_path, loggers, message):
     data = write_data(tmp_path / "d", "lm", n=10)
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
         ExperimentConfig.from_dict({"task": "lm", "data": data, "train": {"max_steps": 1, "loggers": loggers}})
+
+
+def test_a_missing_tensorboard_names_the_log_extra(monkeypatch):
+    import importlib.util
+
+    from synthesizer.extras import missing_extra_message
+    from synthesizer.training.loggers import require_loggers
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else real(name, *a))
+    require_loggers(["jsonl"])  # log.jsonl needs nothing
+    with pytest.raises(ModuleNotFoundError) as info:
+        require_loggers(["jsonl", "tensorboard"])
+    assert missing_extra_message(info.value, "synthesizer train") == (
+        "synthesizer train needs the 'log' extra (missing module 'tensorboard'): pip install 'synthesizer-pytorch[log]'")

@@ -81,6 +81,12 @@ def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: 
     from . import SynthesizerConfig  # noqa: F401  (registers the model type with the Auto classes)
     from ..data.tokenizer import Tokenizer
 
+    manager = TaskManager(include_path=str(include_path) if include_path is not None else None)
+    unknown = [t for t in tasks if t not in manager.all_tasks]
+    if unknown:
+        where = f" (nor in --include-path {include_path})" if include_path is not None else ""
+        raise ValueError(f"--tasks: unknown task(s) {', '.join(unknown)}{where}; "
+                         "see the harness's task list: lm-eval ls tasks")
     with tempfile.TemporaryDirectory(prefix="synthesizer-lm-eval-") as tmp:
         folder = Path(run)
         if not is_hf_folder(folder):
@@ -88,12 +94,6 @@ def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: 
 
             folder = export_run(folder, Path(tmp) / "hf", checkpoint)
         eos_id = Tokenizer.load(folder).eos_id
-        manager = TaskManager(include_path=str(include_path) if include_path is not None else None)
-        unknown = [t for t in tasks if t not in manager.all_tasks]
-        if unknown:
-            where = f" (nor in --include-path {include_path})" if include_path is not None else ""
-            raise ValueError(f"--tasks: unknown task(s) {', '.join(unknown)}{where}; "
-                             "see the harness's task list: lm-eval ls tasks")
         model_args = {"pretrained": str(folder), "tokenizer": str(folder), "backend": "causal", "dtype": "float32",
                       "prefix_token_id": eos_id}
         results = lm_eval.simple_evaluate(model="hf", model_args=model_args, tasks=list(tasks), task_manager=manager,

@@ -53,6 +53,15 @@ class TensorBoardLogger:
 
 # name -> factory(out_dir, resume_step); "jsonl" is the Trainer's own log.jsonl
 LOGGERS: dict[str, Callable[[Path, int], MetricLogger] | None] = {JSONL: None, "tensorboard": TensorBoardLogger}
+# name -> the optional module its logger needs (see synthesizer.extras)
+MODULES = {"tensorboard": "tensorboard"}
+
+
+def require_loggers(names: list[str]) -> None:
+    """ModuleNotFoundError naming the module a named logger needs and lacks, before training starts."""
+    from ..extras import require
+
+    require(*(MODULES[name] for name in names if name in MODULES))
 
 
 def check_loggers(names) -> list[str]:
@@ -101,4 +110,5 @@ def _mixture(layers: list) -> dict[str, float]:
     return out
 
 
-__all__ = ["JSONL", "LOGGERS", "MetricLogger", "TensorBoardLogger", "build_loggers", "check_loggers", "scalars_of"]
+__all__ = ["JSONL", "LOGGERS", "MODULES", "MetricLogger", "TensorBoardLogger", "build_loggers", "check_loggers",
+           "require_loggers", "scalars_of"]

@@ -46,7 +46,7 @@ from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
                          point_last, resolve_checkpoint, restore_rng_state, save_checkpoint)
 from .compiled import compile_model
-from .loggers import MetricLogger, build_loggers, check_loggers, scalars_of
+from .loggers import MetricLogger, build_loggers, check_loggers, require_loggers, scalars_of
 from .optim import SCHEDULES, build_optimizer, build_scheduler
 
 StepFn = Callable[[nn.Module, Any], "tuple[Tensor, Tensor | int]"]
@@ -220,6 +220,7 @@ class Trainer:
             model_config = dataclasses.asdict(model.config)
         self.model_config = model_config or {}
         self.tokenizer = tokenizer
+        require_loggers(config.loggers)  # a missing package stops the run now, not when training starts
         self.optimizer = build_optimizer(model, config.lr, config.weight_decay, config.betas)
         self.scheduler = build_scheduler(self.optimizer, config.warmup_steps,
                                          config.schedule_steps or config.max_steps, config.schedule,
