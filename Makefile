@@ -10,7 +10,7 @@ $(BIN)/.installed: pyproject.toml requirements-dev.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements-dev.txt
-	$(BIN)/pip install -q -e '.[train,dev,hf]'
+	$(BIN)/pip install -q -e '.[train,dev,hf,eval,log]'
 	touch $@
 
 install: $(BIN)/.installed

@@ -1,4 +1,4 @@
-"""Command line: ``synthesizer train | evaluate | generate | export | configs | bench | compare``.
+"""Command line: ``synthesizer train | evaluate | generate | export | lm-eval | configs | bench | compare``.
 
 Bad input (a data row that does not parse, a missing file, an unknown attention kind, task or config
 key, a too-long sequence) prints one line ``error: ...`` and exits with status 2, and so does a
@@ -38,6 +38,12 @@ EPILOG_EXPORT = """examples:
 """
 
 DEFAULT_NEW_TOKENS = 64
+
+EPILOG_LM_EVAL = """examples:
+  synthesizer lm-eval --run runs/lm-random --tasks lambada_openai,hellaswag --output lm-eval.json
+  synthesizer lm-eval --run hf/lm-random --tasks my_task --include-path my_tasks/ --limit 100
+"""
+
 RUN_HELP = "run folder written by `synthesizer train`, or a Hugging Face folder written by `synthesizer export`"
 
 
@@ -94,6 +100,21 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--from-hf", metavar="DIR", dest="from_hf", help="HF folder to turn into a run folder")
     x.add_argument("--out", required=True, metavar="DIR", help="the folder to write (HF folder, or run folder with --from-hf)")
     x.add_argument("--checkpoint", default="best", choices=("best", "last"), help="with --run: which checkpoint")
+
+    h = sub.add_parser("lm-eval", help="a causal LM on EleutherAI's lm-evaluation-harness tasks",
+                       description="Run lm-evaluation-harness tasks on a trained causal LM (a run folder of task "
+                                   "'lm' or its HF folder); prints the harness's table. Needs the 'eval' extra; the "
+                                   "harness's own tasks download their data (network).",
+                       epilog=EPILOG_LM_EVAL, formatter_class=argparse.RawDescriptionHelpFormatter)
+    h.add_argument("--run", required=True, metavar="RUN_OR_HF_DIR", help=RUN_HELP)
+    h.add_argument("--tasks", required=True, metavar="T1,T2", help="comma-separated harness task names")
+    h.add_argument("--include-path", metavar="DIR", help="a folder of extra task YAML files")
+    h.add_argument("--limit", type=float, metavar="N", help="at most N documents per task (a fraction if < 1)")
+    h.add_argument("--batch-size", type=int, default=1, metavar="N")
+    h.add_argument("--device", default="cpu", metavar="cpu|cuda", help="cpu (default), cuda or cuda:N")
+    h.add_argument("--output", metavar="FILE", help="write the harness's results as JSON")
+    h.add_argument("--log-samples", action="store_true", help="keep every document's scores in --output")
+    h.add_argument("--checkpoint", default="best", choices=("best", "last"), help="with a run folder: which checkpoint")
 
     sub.add_parser("configs", help="list the shipped configs", description="List the configs shipped with the package.")
     sub.add_parser("bench", help="attention/model benchmarks (see `synthesizer bench --help`)", add_help=False)
@@ -288,6 +309,13 @@ def _classify(model, tok, regression: bool, text: str, names: list[str] | None) 
     return f"{names[k] if names else k}\t{float(probs[k]):.3f}"
 
 
+def cmd_lm_eval(args: argparse.Namespace) -> int:
+    require("transformers", "lm_eval")
+    from .hf.harness import main as lm_eval_main
+
+    return lm_eval_main(args)
+
+
 def cmd_configs(args: argparse.Namespace) -> int:
     from .tasks.config import config_description, shipped_configs
 
@@ -309,7 +337,7 @@ def _forward(command: str, argv: list[str]) -> int:
 
 
 COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "generate": cmd_generate, "export": cmd_export,
-            "configs": cmd_configs}
+            "lm-eval": cmd_lm_eval, "configs": cmd_configs}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -79,6 +79,9 @@ class SynthesizerAttention(nn.Module):
         self.out = nn.Linear(d_model, d_model)
         if impl not in ("auto", "reference") and choose_path(self.components, impl) != impl:
             raise ValueError(f"impl={impl!r} does not apply to kind {self.kind!r}; use 'auto' or 'reference'")
+        # Ask for the path once now, eagerly: a kernel's one-off check that its op works (fused_bias's
+        # probe) then never first runs inside a torch.compile'd forward, where it is a graph break.
+        self.path  # noqa: B018
 
     # ------------------------------------------------------------------ public helpers
     def mixture_weights(self) -> Tensor | None:

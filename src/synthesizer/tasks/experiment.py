@@ -71,7 +71,7 @@ TASK_CLASSES: dict[str, type[Task]] = {"lm": LMTask, "classification": Classific
 # config fields a resumed run may change (everything else must match the saved run): they decide how
 # long to train and what is logged, evaluated and saved, not what each update does
 RESUMABLE = ("train.max_steps", "train.max_minutes", "train.log_every", "train.eval_every", "train.save_every",
-             "eval.*")
+             "train.loggers", "train.compile", "eval.*")
 DATA_FILE = "data.json"
 
 

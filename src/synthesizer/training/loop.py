@@ -13,8 +13,9 @@ A task gives the :class:`Trainer`
 * optionally ``evaluate_fn(model) -> dict of metrics``, run on rank 0 under ``torch.no_grad()``.
 
 It handles the optimizer and schedule, clipping, accumulation, bf16 autocast on CUDA, DDP, seeding,
-JSON-lines logs, a progress bar, best/last checkpoints and exact resumption, also after SIGINT or
-SIGTERM (the current step finishes, ``last`` is saved, ``train`` returns).
+JSON-lines logs (and the metric loggers of ``loggers.py``), ``torch.compile`` (``compiled.py``), a
+progress bar, best/last checkpoints and exact resumption, also after SIGINT or SIGTERM (the current
+step finishes, ``last`` is saved, ``train`` returns).
 
 Divergence: the loop raises :class:`Diverged` (see its docstring for the rule) before the optimizer
 applies the update that revealed it; no checkpoint is written after the loss first crossed the
@@ -45,6 +46,8 @@ from ..errors import os_error_line
 from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
                          point_last, resolve_checkpoint, restore_rng_state, save_checkpoint)
+from .compiled import compile_model
+from .loggers import MetricLogger, build_loggers, check_loggers, require_loggers, scalars_of
 from .optim import SCHEDULES, build_optimizer, build_scheduler
 
 StepFn = Callable[[nn.Module, Any], "tuple[Tensor, Tensor | int]"]
@@ -125,6 +128,8 @@ class TrainConfig:
     find_unused_parameters: bool = False     # DDP option for models with branches left unused
     progress: bool = True                    # tqdm bar on rank 0 when stderr is a terminal
     divergence_factor: float | None = 2.0    # see Diverged; None disables the rule (a non-finite loss still stops)
+    loggers: list = field(default_factory=lambda: ["jsonl"])  # see loggers.py; jsonl (log.jsonl) is always one
+    compile: bool = False                    # torch.compile the training forward (see compile_model)
 
     def __post_init__(self):
         """Type and range of every field; a ValueError starts with the field name and says what is allowed."""
@@ -150,7 +155,8 @@ class TrainConfig:
         for name, allowed in (("schedule", SCHEDULES), ("best_mode", ("min", "max"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not allowed; allowed: {', '.join(allowed)}")
-        for name in ("deterministic", "find_unused_parameters", "progress", "amp"):
+        self.loggers = check_loggers(self.loggers)
+        for name in ("deterministic", "find_unused_parameters", "progress", "amp", "compile"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "amp" and value is None):
                 allowed = "true, false or null (on CUDA only)" if name == "amp" else "true or false"
@@ -215,11 +221,14 @@ class Trainer:
             model_config = dataclasses.asdict(model.config)
         self.model_config = model_config or {}
         self.tokenizer = tokenizer
+        require_loggers(config.loggers)  # a missing package stops the run now, not when training starts
         self.optimizer = build_optimizer(model, config.lr, config.weight_decay, config.betas)
         self.scheduler = build_scheduler(self.optimizer, config.warmup_steps,
                                          config.schedule_steps or config.max_steps, config.schedule,
                                          config.min_lr_ratio)
         self.ddp_model = dist_utils.wrap_model(model, self.device, config.find_unused_parameters)
+        if config.compile:  # only the training forward: checkpoints and evaluation use self.model, plain names
+            self.ddp_model = compile_model(self.ddp_model, self.device)
         self.use_amp = config.amp if config.amp is not None else self.device.type == "cuda"
         # position: optimizer steps done, and where the batch stream stands
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
@@ -231,6 +240,7 @@ class Trainer:
         self.reference_loss = reference_loss
         self.first_loss: float | None = None
         self._above, self._above_since = 0, None
+        self._loggers: list[MetricLogger] = []  # besides log.jsonl, open during train() on rank 0
 
     # -- batches ---------------------------------------------------------------------------
 
@@ -407,9 +417,18 @@ class Trainer:
         return self.out_dir / "log.jsonl" if self.out_dir is not None else None
 
     def _log(self, record: dict) -> None:
+        """Append ``record`` to log.jsonl and hand its scalars to the other loggers (rank 0)."""
         if self.log_path is not None and dist_utils.is_main():
             with open(self.log_path, "a") as f:
                 f.write(json.dumps(record) + "\n")
+        scalars = scalars_of(record) if self._loggers else None
+        for logger in self._loggers if scalars else ():
+            logger.log_scalars(record["step"], scalars)
+
+    def _close_loggers(self) -> None:
+        loggers, self._loggers = self._loggers, []
+        for logger in loggers:
+            logger.close()
 
     def _truncate_log(self) -> None:
         """Drop records a crashed run wrote after its last checkpoint, so resumed logs read straight."""
@@ -490,6 +509,8 @@ class Trainer:
         if cfg.progress and main and sys.stderr.isatty():
             from tqdm.auto import tqdm
             bar = tqdm(total=cfg.max_steps, initial=self.step, unit="step", dynamic_ncols=True)
+        if self.out_dir is not None and main:
+            self._loggers = build_loggers(cfg.loggers, self.out_dir, self.step)
         try:
             self._loop(bar)
         except Diverged as e:
@@ -500,6 +521,7 @@ class Trainer:
                 raise
             raise self._write_failed(e) from None
         finally:
+            self._close_loggers()
             for signum, handler in previous_handlers.items():
                 signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
             torch.use_deterministic_algorithms(deterministic_before)

@@ -151,8 +151,8 @@ def attention_backward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, padding: T
     b, h, n, _ = q.shape
     rows = _block_rows(h, n)
     delta = out.new_empty(b, h, n, 1)  # rowsum(P * dP), dropout included; per example: no (B, H, n, dv) temporary
-    for i in range(b):
-        torch.sum(grad_out[i] * out[i], dim=-1, keepdim=True, out=delta[i])
+    for i in range(b):  # assigned, not out=: torch.compile cannot trace out= into a strided view
+        delta[i] = torch.sum(grad_out[i] * out[i], dim=-1, keepdim=True)
     lse = lse.unsqueeze(-1)
     dq, dk, dv = torch.empty_like(q, memory_format=torch.preserve_format), torch.zeros_like(k), torch.zeros_like(v)
     q_of, k_of = _examples(q), _examples(k)
@@ -183,7 +183,7 @@ def attention_backward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, padding: T
                 dq[i, :, s:e] = dqw
             else:
                 dq_weight += _per_head_sum(dqw * q_blk, q_weight)
-                torch.mul(dqw, q_weight.reshape(-1, 1, 1), out=dq[i, :, s:e])
+                dq[i, :, s:e] = dqw.mul_(q_weight.reshape(-1, 1, 1))
             dk[i, :, :m].baddbmm_(dlogits.transpose(-1, -2), qw_blk)
             if term_grads.needed:
                 term_grads.add(dlogits, s, e, m, first=i == 0)

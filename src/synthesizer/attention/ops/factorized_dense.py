@@ -76,7 +76,9 @@ def _block_probs(pa: Tensor, pb: Tensor, padding: Tensor | None, empty: Tensor |
     """softmax(mask(S)) (B, H, e-s, m) of rows s..e-1; rows without a key give zeros."""
     logits = _block_logits(pa, pb, padding, causal, s, e, m)
     rows = None if empty is None else empty[:, :, s:e]
-    if rows is None or not rows.any():
+    # Skipping the fills when no row is empty saves two passes; a compiled graph cannot branch on
+    # the data, so there the fills always run (a no-op on rows with keys).
+    if rows is None or (not torch.compiler.is_compiling() and not rows.any()):
         return torch.softmax(logits, dim=-1)
     return torch.softmax(logits.masked_fill_(rows, 0.0), dim=-1).masked_fill_(rows, 0.0)
 

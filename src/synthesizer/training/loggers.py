@@ -1,0 +1,114 @@
+"""Metric loggers: where the Trainer's numbers go besides ``log.jsonl`` (``train.loggers``).
+
+``log.jsonl`` ("jsonl") is the run's record: every train, eval and end record, read back by
+``result.json``, ``compare`` and the reports. It is always written, so ``train.loggers`` must name it.
+The other loggers receive the same numbers as flat scalars, one call per record:
+
+* ``train/loss``, ``train/lr``, ``train/tokens_per_s`` every ``log_every`` steps;
+* ``valid/<metric>`` at every evaluation, and the mixture weights (softmax of alpha) of a mixture
+  kind as ``mixture/layer<i>/<component>`` (``mixture/layer<i>/head<h>/<component>`` per head);
+  components are numbered in the kind's order (``random+vanilla``: 0 random, 1 vanilla).
+
+A logger is any object with ``log_scalars(step, scalars)`` and ``close()`` (:class:`MetricLogger`);
+adding one (Weights & Biases, MLflow) is one class here and one entry in :data:`LOGGERS`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable, Protocol
+
+JSONL = "jsonl"
+
+
+class MetricLogger(Protocol):
+    def log_scalars(self, step: int, scalars: dict[str, float]) -> None:
+        """Record ``scalars`` (name -> value) at optimizer step ``step``."""
+
+    def close(self) -> None:
+        """Flush and release what the logger holds."""
+
+
+class TensorBoardLogger:
+    """TensorBoard event files in ``out_dir/tensorboard/`` (the ``log`` extra's ``tensorboard``).
+
+    ``resume_step``: the step of the checkpoint a resumed run starts from; events a crashed run
+    wrote after it are hidden by TensorBoard (``purge_step``), as ``log.jsonl`` drops them.
+    """
+
+    def __init__(self, out_dir: Path, resume_step: int = 0):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(str(Path(out_dir) / "tensorboard"), purge_step=resume_step + 1 if resume_step else None)
+
+    def log_scalars(self, step: int, scalars: dict[str, float]) -> None:
+        for name, value in scalars.items():
+            self.writer.add_scalar(name, value, step)
+        self.writer.flush()  # a record per eval or log_every steps: cheap, and readable while training
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+# name -> factory(out_dir, resume_step); "jsonl" is the Trainer's own log.jsonl
+LOGGERS: dict[str, Callable[[Path, int], MetricLogger] | None] = {JSONL: None, "tensorboard": TensorBoardLogger}
+# name -> the optional module its logger needs (see synthesizer.extras)
+MODULES = {"tensorboard": "tensorboard"}
+
+
+def require_loggers(names: list[str]) -> None:
+    """ModuleNotFoundError naming the module a named logger needs and lacks, before training starts."""
+    from ..extras import require
+
+    require(*(MODULES[name] for name in names if name in MODULES))
+
+
+def check_loggers(names) -> list[str]:
+    """``names`` as a list, or ValueError naming the allowed loggers (``jsonl`` must be among them)."""
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"loggers must be a list of logger names such as [jsonl, tensorboard], got {names!r}")
+    for name in names:
+        if name not in LOGGERS:
+            raise ValueError(f"loggers: unknown logger {name!r}; allowed: {', '.join(LOGGERS)}")
+    if JSONL not in names:
+        raise ValueError(f"loggers must include {JSONL!r} (log.jsonl is the run's record, which its reports read), "
+                         f"got {list(names)!r}")
+    return list(dict.fromkeys(names))
+
+
+def build_loggers(names: list[str], out_dir: Path, resume_step: int = 0) -> list[MetricLogger]:
+    """The loggers named, other than jsonl, writing under ``out_dir``."""
+    return [LOGGERS[name](out_dir, resume_step) for name in check_loggers(names) if LOGGERS[name] is not None]
+
+
+def scalars_of(record: dict) -> dict[str, float]:
+    """The flat scalars of a Trainer record (see the module docstring); {} for records without any."""
+    kind = record.get("kind")
+    if kind == "train":
+        return {f"train/{k}": float(record[k]) for k in ("loss", "lr", "tokens_per_s") if k in record}
+    if kind != "eval":
+        return {}
+    out = {}
+    for key, value in record.items():
+        if key == "mixture_weights":
+            out.update(_mixture(value))
+        elif key not in ("kind", "step") and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and math.isfinite(value):
+            out[f"valid/{key}"] = float(value)
+    return out
+
+
+def _mixture(layers: list) -> dict[str, float]:
+    """``mixture/layer<i>/<j>`` (or ``.../head<h>/<j>``) of the nested lists of ``mixture_weights``."""
+    out = {}
+    for i, layer in enumerate(layers):
+        per_head = bool(layer) and isinstance(layer[0], list)
+        for h, weights in enumerate(layer if per_head else [layer]):
+            prefix = f"mixture/layer{i}/head{h}/" if per_head else f"mixture/layer{i}/"
+            out.update({f"{prefix}{j}": float(w) for j, w in enumerate(weights)})
+    return out
+
+
+__all__ = ["JSONL", "LOGGERS", "MODULES", "MetricLogger", "TensorBoardLogger", "build_loggers", "check_loggers",
+           "require_loggers", "scalars_of"]
