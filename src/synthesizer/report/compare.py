@@ -47,7 +47,7 @@ from typing import Callable
 
 from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
-from .claims import GLUE_DATA, GLUE_TASK, evaluate_claims, trivial_key, verdict_reason
+from .claims import GLUE_DATA, GLUE_TASK, attention_notes, evaluate_claims, trivial_key, verdict_label, verdict_reason
 from .document import build_report, minutes
 from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, sized_tasks, steps_overrides, task_overrides
 from .results import FILENAME, empty_results, load_results, merge_results, put_run, run_key, save_results
@@ -569,8 +569,10 @@ def print_tables(results: dict, log: Callable[[str], None] = print) -> None:
     for group in pretraining + groups:  # did vanilla learn: the facts the verdicts below rest on
         if group.learning is not None:
             log(group.learning.summary())
+    for note in attention_notes(groups):  # what the verdicts rest on: does attention matter on each task
+        log(f"attention: {note}")
     for v in evaluate_claims(groups):
-        log(f"claim {v.number}: {v.verdict}: {verdict_reason(v)}")
+        log(f"claim {v.number}: {verdict_label(v)}: {verdict_reason(v)}")
 
 
 def render(folders: list[str], out: str | None = None, log: Callable[[str], None] = print, command: str = "") -> dict:
