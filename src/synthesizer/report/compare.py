@@ -41,6 +41,7 @@ import signal
 import statistics
 import sys
 import time
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -196,10 +197,12 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
             pretrained = _pretrain(pretrain, needed, out, results, run_fn, jobs, threads, log)
             interrupted = pretrained is None
             plan = [] if interrupted else _from_pretrained(plan, pretrained, results, out)
-        pace = Pace(len(plan))
+        pace, warned = Pace(len(plan)), Warned(log)
         with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
             for done, (base, kind, seed, run_dir), record, took in runs:
                 where = f"[{done}/{len(plan)}] {group_key(base.task, data_name(base))} {kind} seed{seed}"
+                if record is not None:
+                    warned(record, group_key(base.task, data_name(base)))
                 if record is None:
                     log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
                     interrupted = True
@@ -254,10 +257,12 @@ def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_
     plan = [(cfg, kind, seed, out / "runs" / key / kind / f"seed{seed}") for kind, seed in needed]
     done_runs: dict = {}
     kept = {(r["attention"], r.get("seed", 0)): r for r in results.get("pretraining", [])}
-    pace = Pace(len(plan))
+    pace, warned = Pace(len(plan)), Warned(log)
     with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
         for done, (_, kind, seed, run_dir), record, took in runs:
             where = f"[pretraining {done}/{len(plan)}] {key} {kind} seed{seed}"
+            if record is not None:
+                warned(record, key)
             if record is None:
                 log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
                 return None
@@ -456,15 +461,40 @@ def _run_one(cfg, kind: str, seed: int, run_dir: Path, run_fn: Callable,
     t0 = time.perf_counter()
     resume = run_dir.is_dir() and any(run_dir.iterdir())
     run_cfg = dataclasses.replace(cfg.with_attention(kind), seed=seed)
-    try:
-        result = run_fn(run_cfg, run_dir, resume=resume, progress=progress)
-    except KeyboardInterrupt:
-        raise
-    except Exception as e:  # one broken variant must not stop the comparison; the report lists it
-        return _failure(cfg, kind, seed, f"{type(e).__name__}: {e}"), time.perf_counter() - t0
-    if "test_metrics" not in result:  # stopped by a signal: the checkpoint is there, resume next time
+    # the run's warnings go back with its record (it may train in a child process): the comparison prints
+    # each distinct one once (Warned), not once per run, e.g. a split's truncated sequences
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            result = run_fn(run_cfg, run_dir, resume=resume, progress=progress)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # one broken variant must not stop the comparison; the report lists it
+            result = _failure(cfg, kind, seed, f"{type(e).__name__}: {e}")
+    if "test_metrics" not in result and "error" not in result:  # stopped by a signal: resume next time
         return None, time.perf_counter() - t0
+    said = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+    if said:
+        result[WARNINGS_KEY] = said
     return result, time.perf_counter() - t0
+
+
+WARNINGS_KEY = "_warnings"  # a run record's warnings on their way to Warned (never saved)
+
+
+class Warned:
+    """Prints each distinct warning of a comparison's runs once per group (task and data), where the runs
+    repeat it: a warning about a split's data (its text names the corpus and split) comes once, not once per
+    kind and seed."""
+
+    def __init__(self, log: Callable[[str], None]):
+        self.log, self.seen = log, set()
+
+    def __call__(self, record: dict, where: str) -> None:
+        """Take the warnings out of ``record`` and print the new ones, each under ``where`` (the group key)."""
+        for text in record.pop(WARNINGS_KEY, []):
+            if (where, text) not in self.seen:
+                self.seen.add((where, text))
+                self.log(f"{where}: {text}")
 
 
 def _check_same_config(record: dict, cfg, where: Path) -> None:
