@@ -6,7 +6,8 @@
 
 Runs live in ``OUT/runs/<task>-<data>/<kind>/seed<k>/``. A run whose ``result.json`` exists is
 read back, not retrained; a folder left by an interrupted run is resumed (``run_experiment(resume=True)``),
-so running the same command again finishes an interrupted comparison. A run recorded as finished in
+so running the same command again finishes an interrupted comparison, and running it with a larger
+``--seeds N`` adds seeds up to N-1 (only those train) and writes the report over all of them. A run recorded as finished in
 ``OUT/results.json`` whose folder is gone counts as done too, so a comparison spread over machines
 resumes from its ``results.json`` alone (the folders, with their checkpoints, need not travel; a run's
 attention maps are taken into ``results.json`` as soon as the first seed of its kind finishes). A
@@ -630,7 +631,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"attention kinds to train (default: {' '.join(DEFAULT_KINDS)})")
     p.add_argument("--baselines", nargs="*", metavar="NAME",
                    help="baselines to train as well (linformer, lightconv, dynamicconv; default: the preset's)")
-    p.add_argument("--seeds", type=int, default=1, help="seeds per variant (0..N-1)")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="seeds per variant (0..N-1); on a folder of an earlier comparison only the missing seeds train")
     p.add_argument("--out", help="comparison folder (default: runs/compare-<preset>-<size>)")
     p.add_argument("--steps", type=int, help="training steps per run (scales eval/warm-up to fit)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
