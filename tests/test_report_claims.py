@@ -461,3 +461,15 @@ def test_a_check_that_cannot_tell_says_how_many_seeds_would_decide():
     assert seeds_note(Gap(m, -1, 1, "", per_seed=[CLOSE_LOSS - 0.01, CLOSE_LOSS + 0.01]), CLOSE_LOSS) == \
         "no number of seeds would decide: the mean is on the threshold"
     assert seeds_note(Gap(0.0, -math.inf, math.inf, ""), 0.0) == ""  # nothing measured: nothing to say
+
+
+def test_the_seeds_figure_says_when_the_interval_over_test_examples_straddles_too():
+    from synthesizer.report.claims import seeds_note
+
+    losses = [0.02, 0.04, 0.06]  # 5 seeds would narrow the seed interval enough (test_report_stats: by hand)
+    assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses), 0.0137) == \
+        "about 5 seeds would decide, if the mean and spread of these 3 held"
+    assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses, over_examples=(0.0, 0.08)), 0.0137).endswith(
+        "(the seed interval; the one over test examples straddles the threshold too)")
+    assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses, over_examples=(0.02, 0.06)), 0.0137) == \
+        "about 5 seeds would decide, if the mean and spread of these 3 held"

@@ -124,6 +124,7 @@ class Gap:
     brief: str = ""           # "loss +35.7% [+20.1%, +51.0%]"
     how: str = ""             # how the interval was measured
     per_seed: list[float] = field(default_factory=list)  # the paired per-seed losses of the t-interval, if any
+    over_examples: tuple[float, float] | None = None      # the bootstrap's interval over test examples, if any
 
 
 @dataclass
@@ -259,12 +260,13 @@ def _bootstrap(group: Group, row: Row, ref: Row, seeds: list[int]) -> tuple[np.n
     return diffs, a[both[0]][1].shape[0], len(both)
 
 
-def _interval(group: Group, scale: Scale, row: Row, ref: Row) -> tuple[float, float, str, list[float]]:
-    """The 95% interval of the loss of ``row`` against ``ref``, how it was measured, and the paired per-seed
-    losses of its t-interval ([] without one)."""
+def _interval(group: Group, scale: Scale, row: Row, ref: Row
+              ) -> tuple[float, float, str, list[float], tuple[float, float] | None]:
+    """The 95% interval of the loss of ``row`` against ``ref``, how it was measured, the paired per-seed
+    losses of its t-interval ([] without one) and the bootstrap's own interval (None without one)."""
     pr, pf = _phis(row, scale), _phis(ref, scale)
     seeds = sorted((set(pr) & set(pf)) - {None})
-    bounds, how, per_seed = [], [], []
+    bounds, how, per_seed, over_examples = [], [], [], None
     if len(seeds) >= MIN_SEEDS:
         per_seed = [(pf[s] - pr[s]) / scale.gain for s in seeds]
         iv = t_interval(per_seed)
@@ -274,15 +276,16 @@ def _interval(group: Group, scale: Scale, row: Row, ref: Row) -> tuple[float, fl
     if boot is not None and not scale.log:  # per-example kinds are higher-is-better scores
         diffs, n, k = boot
         low, high = np.quantile(diffs / scale.gain, [0.025, 0.975])
-        bounds.append((float(low), float(high)))
+        over_examples = (float(low), float(high))
+        bounds.append(over_examples)
         how.append(f"paired bootstrap over {n} test examples ({BOOTSTRAP_RESAMPLES} resamples"
                    f"{f', {k} seeds' if k > 1 else ''})")
     if not bounds:
         n = min(len(pr), len(pf))
         reason = (f"{n} seed: no uncertainty measured" if n <= 1 else
                   f"{n} paired seeds: no uncertainty measured (a seed interval needs {MIN_SEEDS})")
-        return -math.inf, math.inf, reason + ", no per-example statistics", []
-    return min(b[0] for b in bounds), max(b[1] for b in bounds), "95% " + " and ".join(how), per_seed
+        return -math.inf, math.inf, reason + ", no per-example statistics", [], None
+    return min(b[0] for b in bounds), max(b[1] for b in bounds), "95% " + " and ".join(how), per_seed, over_examples
 
 
 def _show(row: Row, group: Group, scale: Scale | None = None) -> str:
@@ -305,11 +308,11 @@ def quality_gap(group: Group, row: Row, ref: Row, scale: Scale) -> Gap | None:
             return Gap(-math.inf, -math.inf, -math.inf, f"{ref.kind} diverged, {row.kind} {_show(row, group, scale)}")
         return None
     value = scale.share(statistics.fmean(_phis(ref, scale).values())) - scale.share(statistics.fmean(_phis(row, scale).values()))
-    low, high, how, per_seed = _interval(group, scale, row, ref)
+    low, high, how, per_seed, over_examples = _interval(group, scale, row, ref)
     shown = "" if not math.isfinite(low) else f" [{low:+.1%}, {high:+.1%}]"
     note = (f"{row.kind} {_show(row, group, scale)} vs {ref.kind} {_show(ref, group, scale)}, kept shares of vanilla's "
             f"gain over {scale.why}: loss {value:+.1%}{shown} ({how})")
-    return Gap(value, low, high, note, f"loss {value:+.1%}{shown}", how, per_seed)
+    return Gap(value, low, high, note, f"loss {value:+.1%}{shown}", how, per_seed, over_examples)
 
 
 def slowdown(row: Row, ref: Row) -> Gap | None:
@@ -467,7 +470,7 @@ def share_of(group: Group, kind: str, scale: Scale) -> Share | None:
     value = scale.share(statistics.fmean(_phis(row, scale).values()))
     if kind == "vanilla":
         return Share(1.0, 1.0, 1.0)
-    low, high, _, _ = _interval(group, scale, row, vanilla)
+    low, high, *_ = _interval(group, scale, row, vanilla)
     return Share(value, 1.0 - high, 1.0 - low)
 
 
@@ -512,7 +515,10 @@ def seeds_note(gap: Gap, threshold: float) -> str:
         return f"more than {SEEDS_CAP} seeds would be needed to decide"
     if n <= len(gap.per_seed):  # the seeds decide; the interval over test examples is the wider one
         return "the seeds alone decide; the interval over test examples does not"
-    return f"about {n} seeds would decide, if the mean and spread of these {len(gap.per_seed)} held"
+    text = f"about {n} seeds would decide, if the mean and spread of these {len(gap.per_seed)} held"
+    if gap.over_examples is not None and gap.over_examples[0] <= threshold <= gap.over_examples[1]:
+        text += " (the seed interval; the one over test examples straddles the threshold too)"
+    return text
 
 
 def attention_gate(group: Group) -> tuple[bool | None, str, str]:
