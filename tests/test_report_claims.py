@@ -408,6 +408,13 @@ def test_without_none_the_verdicts_are_provisional():
     assert verdict_label(v[5]) == CANNOT_TELL  # nothing decided: nothing to mark
     (note,) = attention_notes(groups)
     assert note == f"lm-sotu: {NO_NONE_PROVISIONAL}; its verdicts below are provisional"
+    # `none` trained but failed: the same, saying so
+    failed = [r for r in lm_runs([450.0, 470.0, 440.0], **CLOSE) if r["attention"] != "none"]
+    failed += [{"task": "lm", "data": "sotu", "attention": "none", "seed": s, "error": "boom"} for s in SEEDS]
+    broken = build_groups(failed)
+    w = {x.number: x for x in evaluate_claims(broken)}
+    assert verdict_label(w[1]) == "supports (provisional: `none` has no metric (failed))"
+    assert attention_notes(broken)[0].startswith("lm-sotu: provisional: `none` has no metric (failed), so whether")
     blocks = _claim_blocks(list(v.values()), attention_notes(groups))
     table = next(b for b in blocks if b[0] == "table")
     assert table[2][0][1] == "**supports** (provisional: no `none` trained)"

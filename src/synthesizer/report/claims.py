@@ -102,6 +102,7 @@ class Check:
     text: str
     brief: str = ""           # the text without the numbers' details, for one-line summaries ("" = text)
     key: str = ""             # the group it checks ("" = none in particular): the attention gate applies by it
+    unchecked: str = ""       # why its task's use of attention is not checked ("no `none` trained"): provisional
 
 
 @dataclass
@@ -430,7 +431,8 @@ def flag_unused_attention(group: Group) -> None:
 
 NOTHING_MEASURABLE = "attention contributes nothing measurable on this task"
 NO_NONE = f"no `{NONE_KIND}` trained"
-NO_NONE_PROVISIONAL = f"provisional: {NO_NONE}, so whether attention contributes anything on this task is not checked"
+NOT_CHECKED = "so whether attention contributes anything on this task is not checked"
+NO_NONE_PROVISIONAL = f"provisional: {NO_NONE}, {NOT_CHECKED}"
 
 
 def attention_scale(group: Group) -> Scale | None:
@@ -524,14 +526,20 @@ def seeds_note(gap: Gap, threshold: float) -> str:
 def attention_gate(group: Group) -> tuple[bool | None, str, str]:
     """Does attention matter on this task? ``(use, reason, brief)``: (True, "", "") where vanilla clearly beats
     ``none``; (False, "attention contributes nothing measurable on this task (vanilla vs none: ...)", the same
-    with the interval only) where it does not; (None, the provisional note, "provisional: no `none` trained")
-    where no ``none`` (or no vanilla metric) can tell."""
+    with the interval only) where it does not; (None, "provisional: no `none` trained, so ... not checked",
+    "no `none` trained") where it cannot be checked (or: `none` or vanilla has no metric)."""
     use = uses_attention(group, "vanilla")
+    vanilla, floor = group.row("vanilla"), group.row(NONE_KIND)
     if use is None:
-        return None, NO_NONE_PROVISIONAL, f"provisional: {NO_NONE}"
+        if floor is None:
+            why = NO_NONE
+        elif floor.metric_mean is None:
+            why = f"`{NONE_KIND}` has no metric ({floor.status})"
+        else:
+            why = "vanilla not in this run" if vanilla is None else f"vanilla has no metric ({vanilla.status})"
+        return None, f"provisional: {why}, {NOT_CHECKED}", why
     if use:
         return True, "", ""
-    vanilla, floor = group.row("vanilla"), group.row(NONE_KIND)
     gap = attention_use_gap(group, "vanilla")
     scale = scale_of(group)
     if isinstance(scale, Check):  # no kept-share unit: the raw scores say it
@@ -548,7 +556,7 @@ def attention_gate(group: Group) -> tuple[bool | None, str, str]:
 def gate_check(check: Check, group: Group, gate: tuple[bool | None, str, str] | None = None) -> Check:
     """``check`` under its group's attention gate (``gate``: :func:`attention_gate` of the group, if known):
     "cannot tell" with the reason first where attention contributes nothing measurable; a decided check
-    marked provisional first where ``none`` was not trained."""
+    marked provisional first where it cannot be checked (no ``none`` trained)."""
     use, reason, short = gate or attention_gate(group)
     if use or check.key != group.key:
         return check
@@ -561,18 +569,17 @@ def gate_check(check: Check, group: Group, gate: tuple[bool | None, str, str] | 
     # one "provisional:" first, naming every reason (the learning facts' own come after)
     if rest.startswith("provisional: "):
         text = f"{reason}, and {rest.removeprefix('provisional: ')}"
-        brief = f"provisional: {NO_NONE}, {brief.removeprefix('provisional: ')}"
+        brief = f"provisional: {short}, {brief.removeprefix('provisional: ')}"
     else:
-        text, brief = f"{reason}; {rest}", f"provisional: {NO_NONE}; {brief}"
-    return Check(check.verdict, f"{group.key}: {text}", f"{group.key}: {brief}", group.key)
+        text, brief = f"{reason}; {rest}", f"provisional: {short}; {brief}"
+    return Check(check.verdict, f"{group.key}: {text}", f"{group.key}: {brief}", group.key, unchecked=short)
 
 
 def verdict_label(verdict: Verdict) -> str:
-    """"supports", or "supports (provisional: no `none` trained)" where a deciding check rests on a task without
-    ``none``: the label the claims table and the closing summary show."""
-    provisional = verdict.verdict != CANNOT_TELL and any(
-        c.verdict == verdict.verdict and NO_NONE in c.text.split("; ")[0] for c in verdict.checks)
-    return f"{verdict.verdict} (provisional: {NO_NONE})" if provisional else verdict.verdict
+    """"supports", or "supports (provisional: no `none` trained)" where a deciding check rests on a task whose use
+    of attention is not checked: the label the claims table and the closing summary show."""
+    why = next((c.unchecked for c in verdict.checks if c.verdict == verdict.verdict and c.unchecked), "")
+    return f"{verdict.verdict} (provisional: {why})" if why and verdict.verdict != CANNOT_TELL else verdict.verdict
 
 
 def attention_notes(groups: list[Group]) -> list[str]:
