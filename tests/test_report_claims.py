@@ -480,3 +480,18 @@ def test_the_seeds_figure_says_when_the_interval_over_test_examples_straddles_to
         "(the seed interval; the one over test examples straddles the threshold too)")
     assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses, over_examples=(0.02, 0.06)), 0.0137) == \
         "about 5 seeds would decide, if the mean and spread of these 3 held"
+
+
+def test_identical_predictions_are_no_use_of_attention():
+    """Two seeds (no t-interval) of the same predictions: the bootstrap's interval is exactly [0, 0], no gain."""
+    def record(kind, seed):
+        r = res(kind, 0.6, seed, task="classification", data="spam", metric="accuracy",
+                baselines={"majority_accuracy": 0.6})
+        r["per_example"] = {"metric": "accuracy", "kind": "accuracy", "values": [1.0] * 6 + [0.0] * 4}
+        return r
+
+    from synthesizer.report.claims import NOTHING_MEASURABLE, attention_gate
+
+    (g,) = build_groups([record(k, s) for k in ("vanilla", "none") for s in (0, 1)])
+    assert g.row("vanilla").ignores_attention
+    assert attention_gate(g)[0] is False and attention_gate(g)[1].startswith(NOTHING_MEASURABLE)

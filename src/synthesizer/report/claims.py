@@ -414,7 +414,8 @@ def uses_attention(group: Group, kind: str) -> bool | None:
     the claims' "better" checks)? None where the group has no ``none`` row or either has no metric. The one
     rule behind the tables' flag and the claims' attention gate."""
     gap = attention_use_gap(group, kind)
-    return None if gap is None else judge_at_most(gap, 0.0) == SUPPORTS
+    # strictly below 0: identical predictions give a bootstrap interval of exactly [0, 0], which is no gain
+    return None if gap is None else gap.high < 0.0
 
 
 def flag_unused_attention(group: Group) -> None:
