@@ -1,0 +1,197 @@
+"""``triton``: the random mixtures in one fused Triton kernel, forward and backward, with the
+batch-shared bias term's gradient summed over the batch inside the kernel (opt-in: ``impl="triton"``).
+
+Logits ``q k^T + w B`` plus the causal and key-padding masks, softmax, times v, in
+FlashAttention-2's form (``kernels.py``): no (B, H, n, n) tensor exists in the forward or the
+backward. The layer's decompositions are the ones ``fused_bias`` takes: the feature components'
+q, k concatenated (the mixture weights folded into q, so autograd gives their gradients from dq:
+``d(w q)/dw = q``), dense's logits as the product of its features, factorized_random's as the
+product of R1 and R2 (features too), and the bias components (random, fixed_random) as
+``(w_c, B_c)`` terms. One term (random+vanilla, random+dense) goes to the kernel as it is, a view of
+R with its per-head weight; several are summed first (one (H, n, n) tensor). The kernel returns
+``G = sum_b dS_b`` (H, n, n) in float32; ``dB = w G`` and ``dw_h = sum(B_h * G_h)`` follow here.
+
+Where it runs: CUDA tensors, compiled; CPU tensors only when triton runs in its interpreter
+(``TRITON_INTERPRET=1`` before triton is first imported; slow: for tests at small sizes). Not the automatic choice anywhere until a GPU has measured it (see ``dispatch``).
+No dropout: training with dropout runs ``FALLBACK``. The package imports without triton; the
+layer refuses ``impl="triton"`` without it (``require``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from types import ModuleType
+
+import torch
+from torch import Tensor
+
+from ...forms import BIAS, FEATURES
+from ..scores import Scores, Terms, as_terms, bias_rows
+
+NAME = "triton"
+NEEDS = "features"
+FALLBACK = "reference"
+APPLIES_TO = ("layers of dot products of features (vanilla, dense, factorized_random) mixed with at least one "
+              "input-independent component: random+vanilla, random+dense, fixed_random+vanilla, "
+              "fixed_random+dense, factorized_random+vanilla, factorized_random+dense, ...")
+MAX_WIDTH = 256  # widest q/k or v the kernel takes (padded to a power of two inside)
+
+
+def installed() -> bool:
+    """Whether the triton package can be imported."""
+    return importlib.util.find_spec("triton") is not None
+
+
+def require() -> None:
+    """ImportError saying how to get triton, where it is missing."""
+    if not installed():
+        raise ImportError("impl='triton' needs the triton package, which is not installed: "
+                          "pip install 'synthesizer-pytorch[gpu]' (or pip install triton)")
+
+
+def applies(components) -> bool:
+    """Dot products of features mixed with at least one input-independent component (random,
+    fixed_random, factorized_random): the paper's recommended mixtures."""
+    forms = {c.form for c in components}
+    independent = any(c.input_independent for c in components)
+    return FEATURES in forms and forms <= {FEATURES, BIAS} and independent and not all(
+        c.input_independent for c in components)
+
+
+def runs(device: torch.device, training: bool, dropout: float) -> bool:
+    """CUDA (compiled), or CPU while triton runs in its interpreter; no dropout."""
+    if training and dropout > 0:
+        return False
+    return device.type == "cuda" or (device.type == "cpu" and installed() and interpreting())
+
+
+def interpreting() -> bool:
+    """Whether triton runs kernels in its interpreter (``TRITON_INTERPRET=1`` when triton was first
+    imported: triton reads it once, for its own library as well as for our kernels)."""
+    import triton
+
+    return bool(triton.knobs.runtime.interpret)
+
+
+def load() -> ModuleType:
+    """The kernels module (imports triton)."""
+    require()
+    from . import kernels
+
+    return kernels
+
+
+def _pow2(n: int) -> int:
+    return max(16, 1 << (max(n, 1) - 1).bit_length())
+
+
+def _blocks(device: torch.device, width: int) -> tuple[int, int]:
+    """(BLOCK_M, BLOCK_N): 64 on CUDA (32 past 128 features, for registers), 16 interpreted (fast on
+    CPU at test sizes, and several blocks per sequence, so every boundary is exercised)."""
+    if device.type != "cuda":
+        return 16, 16
+    return (64, 64) if width <= 128 else (32, 32)
+
+
+def _strides(t: Tensor | None, n: int) -> tuple[int, ...]:
+    return tuple(t.stride()) if t is not None else (0,) * n
+
+
+class _TritonBiasAttention(torch.autograd.Function):
+    """q, k (B, H, n, d); v (B, H, n, dv); bias (H, n, n) (any strides: a view of R) or None; w (H,)
+    float32 (the bias's per-head weight); pad (B, n) int8 (1 = padding) or None."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias, w, pad, causal):
+        kern = load()
+        b, h, n, d = q.shape
+        dv = v.shape[-1]
+        out = torch.empty(b, h, n, dv, dtype=q.dtype, device=q.device)
+        lse = torch.empty(b, h, n, dtype=torch.float32, device=q.device)
+        block_d, block_dv = _pow2(d), _pow2(dv)
+        block_m, block_n = _blocks(q.device, max(block_d, block_dv))
+        dummy = q.new_zeros(1)
+        grid = (triton_cdiv(n, block_m), b * h)
+        kern.forward[grid](q, k, v, dummy if bias is None else bias, w, dummy if pad is None else pad, out, lse,
+                           *q.stride(), *k.stride(), *v.stride(), *_strides(bias, 3), *out.stride(),
+                           pad.stride(0) if pad is not None else 0, h, n, d, dv,
+                           HAS_BIAS=bias is not None, HAS_PAD=pad is not None, CAUSAL=causal,
+                           BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv)
+        ctx.save_for_backward(q, k, v, bias, w, pad, out, lse)
+        ctx.causal = causal
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, bias, w, pad, out, lse = ctx.saved_tensors
+        kern = load()
+        b, h, n, d = q.shape
+        dv = v.shape[-1]
+        do = grad_out.to(v.dtype)
+        delta = (do.float() * out.float()).sum(-1).contiguous()  # rowsum(dO * O) = rowsum(dP * P)
+        need_db = bias is not None and (ctx.needs_input_grad[3] or ctx.needs_input_grad[4])
+        dq = torch.empty(b, h, n, d, dtype=q.dtype, device=q.device)
+        dk = torch.empty(b, h, n, d, dtype=q.dtype, device=q.device)
+        dvv = torch.empty(b, h, n, dv, dtype=v.dtype, device=q.device)
+        g = torch.zeros(h, n, n, dtype=torch.float32, device=q.device) if need_db else q.new_zeros(1, dtype=torch.float32)
+        block_d, block_dv = _pow2(d), _pow2(dv)
+        block_m, block_n = _blocks(q.device, max(block_d, block_dv))
+        dummy = q.new_zeros(1)
+        common = (*q.stride(), *k.stride(), *v.stride(), *_strides(bias, 3), *do.stride(),
+                  pad.stride(0) if pad is not None else 0)
+        flags = dict(HAS_BIAS=bias is not None, HAS_PAD=pad is not None, CAUSAL=ctx.causal,
+                     BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv)
+        bias_arg, pad_arg = dummy if bias is None else bias, dummy if pad is None else pad
+        kern.backward_kv[(triton_cdiv(n, block_n), h)](q, k, v, bias_arg, w, pad_arg, do, lse, delta, dk, dvv, g,
+                                                        *common, b, h, n, d, dv, NEED_DB=need_db, **flags)
+        kern.backward_q[(triton_cdiv(n, block_m), b * h)](q, k, v, bias_arg, w, pad_arg, do, lse, delta, dq,
+                                                          *common, h, n, d, dv, **flags)
+        dbias = dw = None
+        if need_db:
+            if ctx.needs_input_grad[3]:
+                dbias = (g * w.view(h, 1, 1)).to(bias.dtype)
+            if ctx.needs_input_grad[4]:
+                dw = (g * bias.float()).sum((-1, -2))
+        return dq, dk, dvv, dbias, dw, None, None
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def triton_bias_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | Terms | None, padding: Tensor | None,
+                          causal: bool, q_weight: Tensor | None = None) -> Tensor:
+    """q, k (B, H, n, dq); v (B, H, n, dv); bias (H, n, n) or terms ((w_c or None, B_c (H, n, n)), ...) or
+    None; padding (B, n) bool or None; q_weight: the features' weight (1 or H values) or None ->
+    (B, H, n, dv). Logits ``q_weight * q k^T + sum_c w_c B_c``, unscaled; rows without a key give zeros."""
+    require()
+    b, h, n, dq = q.shape
+    if max(dq, v.shape[-1]) > MAX_WIDTH:
+        raise ValueError(f"the triton kernel takes at most {MAX_WIDTH} features per head, got q/k {dq}, v {v.shape[-1]}")
+    if q.device.type != "cuda" and not (q.device.type == "cpu" and interpreting()):
+        raise ValueError(f"the triton kernel runs on CUDA tensors (and on CPU ones only in triton's interpreter: "
+                         f"TRITON_INTERPRET=1 set before triton is imported), not on {q.device.type}")
+    if q_weight is not None:
+        q = q * q_weight.reshape(-1, 1, 1)
+    k, v = k.to(q.dtype), v.to(q.dtype)  # autocast leaves dense's key matrix (parameters) in float32
+    terms = as_terms(bias)
+    if not terms:
+        bias_t, w = None, None
+    elif len(terms) == 1:  # R itself (a view, never copied) and its weight
+        w, bias_t = terms[0]
+    else:
+        bias_t, w = bias_rows(terms, 0, n, n), None
+    w = torch.ones(h, dtype=torch.float32, device=q.device) if w is None else w.reshape(-1).float().expand(h)
+    pad = None if padding is None else padding.to(torch.int8).contiguous()
+    if b == 0 or n == 0:  # nothing to launch; the plain formula keeps every input in the graph
+        logits = q @ k.transpose(-1, -2)
+        if bias_t is not None:
+            logits = logits + bias_t * w.view(h, 1, 1)
+        return torch.softmax(logits, dim=-1) @ v
+    return _TritonBiasAttention.apply(q, k, v, bias_t, w, pad, causal)
+
+
+def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
+    """q, k (B, H, n, dq), the features' weight and the bias terms of ``scores``; v (B, H, n, dv) ->
+    (B, H, n, dv). No dropout (see ``runs``)."""
+    return triton_bias_attention(scores.q, scores.k, v, scores.terms, padding, causal, scores.q_weight)
