@@ -20,6 +20,7 @@ layer refuses ``impl="triton"`` without it (``require``).
 from __future__ import annotations
 
 import importlib.util
+import os
 from types import ModuleType
 
 import torch
@@ -70,7 +71,10 @@ def interpreting() -> bool:
     imported: triton reads it once, for its own library as well as for our kernels)."""
     import triton
 
-    return bool(triton.knobs.runtime.interpret)
+    knobs = getattr(triton, "knobs", None)  # triton < 3.4 has no knobs: the variable itself
+    if knobs is None:
+        return os.environ.get("TRITON_INTERPRET", "0") == "1"
+    return bool(knobs.runtime.interpret)
 
 
 def load() -> ModuleType:
@@ -91,6 +95,12 @@ def _blocks(device: torch.device, width: int) -> tuple[int, int]:
     if device.type != "cuda":
         return 16, 16
     return (64, 64) if width <= 128 else (32, 32)
+
+
+def _upcast(q: Tensor) -> bool:
+    """Whether the kernels take dot operands to float32 first: bfloat16 in the interpreter, which
+    would multiply its raw bits (the values are those a GPU's bfloat16 units multiply)."""
+    return q.dtype == torch.bfloat16 and q.device.type != "cuda"
 
 
 def _strides(t: Tensor | None, n: int) -> tuple[int, ...]:
@@ -116,7 +126,7 @@ class _TritonBiasAttention(torch.autograd.Function):
                            *q.stride(), *k.stride(), *v.stride(), *_strides(bias, 3), *out.stride(),
                            pad.stride(0) if pad is not None else 0, h, n, d, dv,
                            HAS_BIAS=bias is not None, HAS_PAD=pad is not None, CAUSAL=causal,
-                           BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv)
+                           BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv, UPCAST=_upcast(q))
         ctx.save_for_backward(q, k, v, bias, w, pad, out, lse)
         ctx.causal = causal
         return out
@@ -140,7 +150,7 @@ class _TritonBiasAttention(torch.autograd.Function):
         common = (*q.stride(), *k.stride(), *v.stride(), *_strides(bias, 3), *do.stride(),
                   pad.stride(0) if pad is not None else 0)
         flags = dict(HAS_BIAS=bias is not None, HAS_PAD=pad is not None, CAUSAL=ctx.causal,
-                     BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv)
+                     BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv, UPCAST=_upcast(q))
         bias_arg, pad_arg = dummy if bias is None else bias, dummy if pad is None else pad
         kern.backward_kv[(triton_cdiv(n, block_n), h)](q, k, v, bias_arg, w, pad_arg, do, lse, delta, dk, dvv, g,
                                                         *common, b, h, n, d, dv, NEED_DB=need_db, **flags)
@@ -181,7 +191,7 @@ def triton_bias_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | Terms 
         w, bias_t = terms[0]
     else:
         bias_t, w = bias_rows(terms, 0, n, n), None
-    w = torch.ones(h, dtype=torch.float32, device=q.device) if w is None else w.reshape(-1).float().expand(h)
+    w = torch.ones(h, dtype=torch.float32, device=q.device) if w is None else w.reshape(-1).float().expand(h).contiguous()
     pad = None if padding is None else padding.to(torch.int8).contiguous()
     if b == 0 or n == 0:  # nothing to launch; the plain formula keeps every input in the graph
         logits = q @ k.transpose(-1, -2)

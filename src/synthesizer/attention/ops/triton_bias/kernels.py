@@ -20,10 +20,19 @@ import triton.language as tl
 
 
 @triton.jit
+def _dot(a, b, UPCAST: tl.constexpr):
+    """a @ b accumulated in float32. ``UPCAST``: both operands taken to float32 first (the
+    interpreter multiplies bfloat16 as raw bits; the same values on a GPU's bfloat16 units)."""
+    if UPCAST:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+    return tl.dot(a, b, input_precision="ieee")
+
+
+@triton.jit
 def _logits(q, k, bias_ptr, stride_bm, stride_bn, w, pad_ptr, offs_m, offs_n, n,
-            HAS_BIAS: tl.constexpr, HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr):
+            HAS_BIAS: tl.constexpr, HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
     """The masked logits (BLOCK_M, BLOCK_N) in float32 of the query rows offs_m and keys offs_n."""
-    s = tl.dot(q, tl.trans(k), input_precision="ieee")
+    s = _dot(q, tl.trans(k), UPCAST)
     inside = (offs_m[:, None] < n) & (offs_n[None, :] < n)
     if HAS_BIAS:
         b = tl.load(bias_ptr + offs_m[:, None] * stride_bm + offs_n[None, :] * stride_bn, mask=inside, other=0.0)
@@ -43,7 +52,8 @@ def forward(Q, K, V, Bias, W, Pad, Out, Lse,
             sbh, sbm, sbn, sob, soh, som, sod, spb,
             H, N, D, DV,
             HAS_BIAS: tl.constexpr, HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr,
-            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
+            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+            UPCAST: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = pid_bh // H
@@ -64,7 +74,7 @@ def forward(Q, K, V, Bias, W, Pad, Out, Lse,
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k = tl.load(K + b * skb + h * skh + offs_n[:, None] * skn + offs_d[None, :] * skd,
                     mask=(offs_n[:, None] < N) & (offs_d[None, :] < D), other=0.0)
-        s = _logits(q, k, Bias + h * sbh, sbm, sbn, w, Pad + b * spb, offs_m, offs_n, N, HAS_BIAS, HAS_PAD, CAUSAL)
+        s = _logits(q, k, Bias + h * sbh, sbm, sbn, w, Pad + b * spb, offs_m, offs_n, N, HAS_BIAS, HAS_PAD, CAUSAL, UPCAST)
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key so far: no NaN from -inf - -inf
         p = tl.exp(s - m_safe[:, None])
@@ -72,7 +82,7 @@ def forward(Q, K, V, Bias, W, Pad, Out, Lse,
         l_i = l_i * rescale + tl.sum(p, 1)
         v = tl.load(V + b * svb + h * svh + offs_n[:, None] * svn + offs_dv[None, :] * svd,
                     mask=(offs_n[:, None] < N) & (offs_dv[None, :] < DV), other=0.0)
-        acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
+        acc = acc * rescale[:, None] + _dot(p.to(v.dtype), v, UPCAST)
         m_i = m_new
     has_key = l_i > 0.0
     out = acc / tl.where(has_key, l_i, 1.0)[:, None]  # a row without a key: zeros (the spec's rule)
@@ -88,7 +98,8 @@ def backward_kv(Q, K, V, Bias, W, Pad, DO, Lse, Delta, DK, DV_, DB,
                 sbh, sbm, sbn, sdob, sdoh, sdom, sdod, spb,
                 B, H, N, D, DV,
                 HAS_BIAS: tl.constexpr, HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr, NEED_DB: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+            UPCAST: tl.constexpr):
     """dk, dv (B, H, N, D|DV, contiguous) and dB (H, N, N, contiguous float32, zeroed) = sum_b dS."""
     pid_n = tl.program_id(0)
     h = tl.program_id(1)
@@ -116,12 +127,12 @@ def backward_kv(Q, K, V, Bias, W, Pad, DO, Lse, Delta, DK, DV_, DB,
                          mask=rows[:, None] & (offs_dv[None, :] < DV), other=0.0)
             lse = tl.load(Lse + (b * H + h) * N + offs_m, mask=rows, other=float("inf"))
             delta = tl.load(Delta + (b * H + h) * N + offs_m, mask=rows, other=0.0)
-            s = _logits(q, k, Bias + h * sbh, sbm, sbn, w, Pad + b * spb, offs_m, offs_n, N, HAS_BIAS, HAS_PAD, CAUSAL)
+            s = _logits(q, k, Bias + h * sbh, sbm, sbn, w, Pad + b * spb, offs_m, offs_n, N, HAS_BIAS, HAS_PAD, CAUSAL, UPCAST)
             p = tl.exp(s - lse[:, None])  # 0 where masked, and on rows without a key (lse = +inf)
-            dv += tl.dot(tl.trans(p.to(do.dtype)), do, input_precision="ieee")
-            dp = tl.dot(do, tl.trans(v), input_precision="ieee")
+            dv += _dot(tl.trans(p.to(do.dtype)), do, UPCAST)
+            dp = _dot(do, tl.trans(v), UPCAST)
             ds = p * (dp - delta[:, None])
-            dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee")
+            dk += _dot(tl.trans(ds.to(q.dtype)), q, UPCAST)
             if NEED_DB:  # this program alone owns columns offs_n of dB: read, add, write, in batch order
                 db_ptrs = DB + h * N * N + offs_m[:, None] * N + offs_n[None, :]
                 inside = rows[:, None] & (offs_n[None, :] < N)
@@ -139,7 +150,8 @@ def backward_q(Q, K, V, Bias, W, Pad, DO, Lse, Delta, DQ,
                sbh, sbm, sbn, sdob, sdoh, sdom, sdod, spb,
                H, N, D, DV,
                HAS_BIAS: tl.constexpr, HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr,
-               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+            UPCAST: tl.constexpr):
     """dq (B, H, N, D, contiguous)."""
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
@@ -166,10 +178,10 @@ def backward_q(Q, K, V, Bias, W, Pad, DO, Lse, Delta, DQ,
                     mask=(offs_n[:, None] < N) & (offs_d[None, :] < D), other=0.0)
         v = tl.load(V + b * svb + h * svh + offs_n[:, None] * svn + offs_dv[None, :] * svd,
                     mask=(offs_n[:, None] < N) & (offs_dv[None, :] < DV), other=0.0)
-        s = _logits(q, k, Bias + h * sbh, sbm, sbn, w, Pad + b * spb, offs_m, offs_n, N, HAS_BIAS, HAS_PAD, CAUSAL)
+        s = _logits(q, k, Bias + h * sbh, sbm, sbn, w, Pad + b * spb, offs_m, offs_n, N, HAS_BIAS, HAS_PAD, CAUSAL, UPCAST)
         p = tl.exp(s - lse[:, None])
-        dp = tl.dot(do, tl.trans(v), input_precision="ieee")
+        dp = _dot(do, tl.trans(v), UPCAST)
         ds = p * (dp - delta[:, None])
-        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
+        dq += _dot(ds.to(k.dtype), k, UPCAST)
     tl.store(DQ + (pid_bh * N + offs_m[:, None]) * D + offs_d[None, :], dq.to(DQ.dtype.element_ty),
              mask=rows[:, None] & (offs_d[None, :] < D))
