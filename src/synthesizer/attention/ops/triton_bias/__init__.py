@@ -40,7 +40,10 @@ MAX_WIDTH = 256  # widest q/k or v the kernel takes (padded to a power of two in
 
 def installed() -> bool:
     """Whether the triton package can be imported."""
-    return importlib.util.find_spec("triton") is not None
+    try:
+        return importlib.util.find_spec("triton") is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules (hidden) raises ValueError
+        return False
 
 
 def require() -> None:
