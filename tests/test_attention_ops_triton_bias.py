@@ -4,11 +4,10 @@ features through the layer's parameters, R's batch-summed gradient, the mixture 
 
 Without a GPU the kernels run in triton's interpreter on CPU tensors, at small sizes (a ragged
 n = 20 against blocks of 16, so every kernel sees a full block, a partial one and the causal
-diagonal inside a block). triton reads ``TRITON_INTERPRET`` once, when it is first imported (its
-own library is decorated then), so this module sets it before importing triton and leaves it set:
-without a GPU triton can run nothing but interpreted kernels, so no other test can be affected.
-With a GPU the same tests run the compiled kernels on CUDA tensors. Without triton the module
-skips.
+diagonal inside a block). triton reads ``TRITON_INTERPRET`` once, when it is first imported, so
+conftest.py sets it for the session (this module too, for a run without conftest); if triton was
+imported before that, the module skips. With a GPU the same tests run the compiled kernels on
+CUDA tensors. Without triton the module skips.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from test_attention_fastpaths import assert_grads_close, rel_err, run  # noqa: E
 from tolerances import GRAD_FLOOR, LAYER  # noqa: E402
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-if DEVICE.type == "cpu" and not triton.knobs.runtime.interpret:
+if DEVICE.type == "cpu" and not triton_bias.interpreting():
     pytest.skip("triton was imported before this module could turn on its interpreter (TRITON_INTERPRET=1); "
                 "run this file on its own", allow_module_level=True)
 

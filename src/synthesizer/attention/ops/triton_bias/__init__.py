@@ -70,14 +70,16 @@ def runs(device: torch.device, training: bool, dropout: float) -> bool:
 
 
 def interpreting() -> bool:
-    """Whether triton runs kernels in its interpreter (``TRITON_INTERPRET=1`` when triton was first
-    imported: triton reads it once, for its own library as well as for our kernels)."""
-    import triton
+    """Whether triton runs kernels in its interpreter: ``TRITON_INTERPRET=1`` when triton was first
+    imported (it reads the variable once and decorates its own library then, so setting it later
+    changes nothing that works)."""
+    import triton.language as tl
 
-    knobs = getattr(triton, "knobs", None)  # triton < 3.4 has no knobs: the variable itself
-    if knobs is None:
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # another layout: the variable itself
         return os.environ.get("TRITON_INTERPRET", "0") == "1"
-    return bool(knobs.runtime.interpret)
+    return isinstance(tl.zeros, InterpretedFunction)
 
 
 def load() -> ModuleType:
@@ -92,12 +94,16 @@ def _pow2(n: int) -> int:
     return max(16, 1 << (max(n, 1) - 1).bit_length())
 
 
-def _blocks(device: torch.device, width: int) -> tuple[int, int]:
-    """(BLOCK_M, BLOCK_N): 64 on CUDA (32 past 128 features, for registers), 16 interpreted (fast on
-    CPU at test sizes, and several blocks per sequence, so every boundary is exercised)."""
-    if device.type != "cuda":
-        return 16, 16
-    return (64, 64) if width <= 128 else (32, 32)
+def _launch(q: Tensor, width: int) -> dict:
+    """Block sizes and launch options. On CUDA: 64x64 tiles where a row of features takes at most
+    256 bytes (bfloat16/float16 up to 128 wide, float32 up to 64), else 32x32, so that a few tiles
+    of q, k, v and their gradients fit the registers and two pipeline stages fit shared memory; 8
+    warps for tiles 128 wide. Interpreted: 16x16 (quick on CPU at test sizes, and several blocks
+    per sequence, so every boundary is exercised). Not tuned: no GPU has timed them."""
+    if q.device.type != "cuda":
+        return {"BLOCK_M": 16, "BLOCK_N": 16}
+    block = 64 if width * q.element_size() <= 256 else 32
+    return {"BLOCK_M": block, "BLOCK_N": block, "num_warps": 8 if width >= 128 else 4, "num_stages": 2}
 
 
 def _upcast(q: Tensor) -> bool:
@@ -122,14 +128,14 @@ class _TritonBiasAttention(torch.autograd.Function):
         out = torch.empty(b, h, n, dv, dtype=q.dtype, device=q.device)
         lse = torch.empty(b, h, n, dtype=torch.float32, device=q.device)
         block_d, block_dv = _pow2(d), _pow2(dv)
-        block_m, block_n = _blocks(q.device, max(block_d, block_dv))
+        launch = _launch(q, max(block_d, block_dv))
         dummy = q.new_zeros(1)
-        grid = (triton_cdiv(n, block_m), b * h)
+        grid = (triton_cdiv(n, launch["BLOCK_M"]), b * h)
         kern.forward[grid](q, k, v, dummy if bias is None else bias, w, dummy if pad is None else pad, out, lse,
                            *q.stride(), *k.stride(), *v.stride(), *_strides(bias, 3), *out.stride(),
                            pad.stride(0) if pad is not None else 0, h, n, d, dv,
                            HAS_BIAS=bias is not None, HAS_PAD=pad is not None, CAUSAL=causal,
-                           BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv, UPCAST=_upcast(q))
+                           BLOCK_D=block_d, BLOCK_DV=block_dv, UPCAST=_upcast(q), **launch)
         ctx.save_for_backward(q, k, v, bias, w, pad, out, lse)
         ctx.causal = causal
         return out
@@ -148,16 +154,16 @@ class _TritonBiasAttention(torch.autograd.Function):
         dvv = torch.empty(b, h, n, dv, dtype=v.dtype, device=q.device)
         g = torch.zeros(h, n, n, dtype=torch.float32, device=q.device) if need_db else q.new_zeros(1, dtype=torch.float32)
         block_d, block_dv = _pow2(d), _pow2(dv)
-        block_m, block_n = _blocks(q.device, max(block_d, block_dv))
+        launch = _launch(q, max(block_d, block_dv))
         dummy = q.new_zeros(1)
         common = (*q.stride(), *k.stride(), *v.stride(), *_strides(bias, 3), *do.stride(),
                   pad.stride(0) if pad is not None else 0)
         flags = dict(HAS_BIAS=bias is not None, HAS_PAD=pad is not None, CAUSAL=ctx.causal,
-                     BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv, UPCAST=_upcast(q))
+                     BLOCK_D=block_d, BLOCK_DV=block_dv, UPCAST=_upcast(q), **launch)
         bias_arg, pad_arg = dummy if bias is None else bias, dummy if pad is None else pad
-        kern.backward_kv[(triton_cdiv(n, block_n), h)](q, k, v, bias_arg, w, pad_arg, do, lse, delta, dk, dvv, g,
+        kern.backward_kv[(triton_cdiv(n, launch["BLOCK_N"]), h)](q, k, v, bias_arg, w, pad_arg, do, lse, delta, dk, dvv, g,
                                                         *common, b, h, n, d, dv, NEED_DB=need_db, **flags)
-        kern.backward_q[(triton_cdiv(n, block_m), b * h)](q, k, v, bias_arg, w, pad_arg, do, lse, delta, dq,
+        kern.backward_q[(triton_cdiv(n, launch["BLOCK_M"]), b * h)](q, k, v, bias_arg, w, pad_arg, do, lse, delta, dq,
                                                           *common, h, n, d, dv, **flags)
         dbias = dw = None
         if need_db:
