@@ -151,6 +151,25 @@ def test_triton_bf16_is_as_close_as_the_bf16_reference(kind):
         assert err <= 2 * ref_grad_errs[name] + 2 * eps, f"{name} of {kind}: {err} (reference bf16 {ref_grad_errs[name]})"
 
 
+def test_triton_under_bfloat16_autocast_computes_in_bfloat16():
+    """Under autocast the features come in mixed dtypes (q times a float32 mixture weight, dense's
+    float32 key matrix): the kernel computes in autocast's dtype, and R's gradient stays float32."""
+    fast, ref = pair("random+dense", True)
+    x, grad_out = inputs(N)
+    seen = []
+    real = triton_bias._TritonBiasAttention.apply
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(triton_bias._TritonBiasAttention, "apply", lambda *a: seen.append(a[0].dtype) or real(*a))
+        with torch.autocast(DEVICE.type, dtype=torch.bfloat16):
+            out = fast(x, padding(N))
+    assert seen == [torch.bfloat16] and out.dtype == torch.bfloat16
+    (out.float() * grad_out).sum().backward()
+    _, grads_r = run(ref, x, padding(N), grad_out)
+    got = fast.logit_modules["random"].r.grad
+    assert got.dtype == torch.float32
+    assert rel_err(got, grads_r[R]) <= 5e-2  # bfloat16 rounding of the inputs (eps 7.8e-3), summed
+
+
 def test_triton_float16_forward_and_backward_run():
     """float16 inputs: finite, and within float16 rounding of the float32 reference."""
     fast, ref = pair("random+vanilla", True, torch.float16)

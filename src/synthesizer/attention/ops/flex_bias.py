@@ -24,7 +24,7 @@ from torch import Tensor
 from ..masks import allowed_keys, finite_masked_logit
 from . import fused_bias
 from .fused import fold
-from .scores import Scores
+from .scores import Scores, kernel_dtype
 
 NAME = "flex"
 NEEDS = "features"
@@ -76,8 +76,8 @@ def flex_bias_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, padding: 
     if q.shape[0] == 0 or n == 0:  # nothing to launch; the plain formula keeps the graph (zero gradients)
         return torch.softmax(q @ k.transpose(-1, -2) + bias.to(q.dtype), dim=-1) @ v
     width = max(16, 1 << (max(q.shape[-1], dv) - 1).bit_length())  # one power-of-two head size for q, k, v
-    q, k, v = fold(q, k, v.to(q.dtype), multiple=width)
-    k = k.to(q.dtype)
+    dtype = kernel_dtype(v)
+    q, k, v = fold(q.to(dtype), k.to(dtype), v.to(dtype), multiple=width)
     masked = finite_masked_logit(torch.float32)
 
     if padding is None:

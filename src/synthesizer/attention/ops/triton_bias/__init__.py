@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from ...forms import BIAS, FEATURES
-from ..scores import Scores, Terms, as_terms, bias_rows
+from ..scores import Scores, Terms, as_terms, bias_rows, kernel_dtype
 
 NAME = "triton"
 NEEDS = "features"
@@ -190,9 +190,10 @@ def triton_bias_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | Terms 
     if q.device.type != "cuda" and not (q.device.type == "cpu" and interpreting()):
         raise ValueError(f"the triton kernel runs on CUDA tensors (and on CPU ones only in triton's interpreter: "
                          f"TRITON_INTERPRET=1 set before triton is imported), not on {q.device.type}")
+    dtype = kernel_dtype(v)
     if q_weight is not None:
-        q = q * q_weight.reshape(-1, 1, 1)
-    k, v = k.to(q.dtype), v.to(q.dtype)  # autocast leaves dense's key matrix (parameters) in float32
+        q = q * q_weight.reshape(-1, 1, 1).to(q.dtype)
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     terms = as_terms(bias)
     if not terms:
         bias_t, w = None, None
