@@ -2,7 +2,8 @@
 
 The layers, models and generation need torch alone; training, evaluation, the shipped configs and
 ``compare`` need the ``train`` extra, the paper's public datasets ``hub``, the benchmarks ``bench``, the Hugging Face
-``transformers`` interop (``synthesizer.hf``, ``synthesizer export``) ``hf``.
+``transformers`` interop (``synthesizer.hf``, ``synthesizer export``) ``hf``, the Triton kernel
+(``impl="triton"``) ``gpu``.
 The command line turns a missing optional module into one line naming the extra to install
 (:func:`missing_extra_message`); keep ``EXTRAS`` in step with ``[project.optional-dependencies]``
 of ``pyproject.toml``.
@@ -21,6 +22,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "bench": ("linformer", "matplotlib", "tqdm"),
     "dev": ("pytest",),
     "hf": ("transformers", "accelerate"),
+    "gpu": ("triton",),
 }
 
 

@@ -26,6 +26,7 @@ from types import ModuleType
 import torch
 from torch import Tensor
 
+from ....extras import install_command
 from ...forms import BIAS, FEATURES
 from ..scores import Scores, Terms, as_terms, bias_rows, kernel_dtype
 
@@ -47,10 +48,11 @@ def installed() -> bool:
 
 
 def require() -> None:
-    """ImportError saying how to get triton, where it is missing."""
+    """ModuleNotFoundError saying how to get triton, where it is missing (the command line turns it
+    into one line naming the extra)."""
     if not installed():
-        raise ImportError("impl='triton' needs the triton package, which is not installed: "
-                          "pip install 'synthesizer-pytorch[gpu]' (or pip install triton)")
+        raise ModuleNotFoundError(f"impl='triton' needs the triton package, which is not installed: "
+                                  f"{install_command('gpu')} (a CUDA build of torch brings it)", name="triton")
 
 
 def applies(components) -> bool:
