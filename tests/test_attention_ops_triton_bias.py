@@ -196,7 +196,7 @@ def test_triton_path_and_dispatch():
     """impl="triton" is reported by ``path`` where it runs, never chosen by "auto", and refused with the
     allowed kinds named where it does not apply; dropout while training falls back to the reference."""
     assert "triton" in KERNELS
-    layer = SynthesizerAttention(D, H, L, "random+vanilla", impl="triton")
+    layer = SynthesizerAttention(D, H, L, "random+vanilla", impl="triton").to(DEVICE)
     assert layer.path == "triton"
     layer.dropout = 0.1
     assert layer.train().path == "reference" and layer.eval().path == "triton"

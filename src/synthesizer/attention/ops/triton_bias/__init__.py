@@ -12,9 +12,10 @@ R with its per-head weight; several are summed first (one (H, n, n) tensor). The
 ``G = sum_b dS_b`` (H, n, n) in float32; ``dB = w G`` and ``dw_h = sum(B_h * G_h)`` follow here.
 
 Where it runs: CUDA tensors, compiled; CPU tensors only when triton runs in its interpreter
-(``TRITON_INTERPRET=1`` before triton is first imported; slow: for tests at small sizes). Not the automatic choice anywhere until a GPU has measured it (see ``dispatch``).
-No dropout: training with dropout runs ``FALLBACK``. The package imports without triton; the
-layer refuses ``impl="triton"`` without it (``require``).
+(``TRITON_INTERPRET=1`` before triton is first imported; slow: for tests at small sizes). Not the
+automatic choice anywhere until a GPU has measured it (see ``dispatch``). No dropout: training
+with dropout runs ``FALLBACK``. The package imports without triton; the layer refuses
+``impl="triton"`` without it (``require``). The user guide is docs/gpu.md.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def require() -> None:
 
 
 def applies(components) -> bool:
-    """Dot products of features mixed with at least one input-independent component (random,
-    fixed_random, factorized_random): the paper's recommended mixtures."""
+    """Dot products of features (at least one of them input-dependent: vanilla, dense) mixed with at
+    least one input-independent component (random, fixed_random, factorized_random): the paper's
+    recommended mixtures. (Input-independent layers alone run ``shared``.)"""
     forms = {c.form for c in components}
     independent = any(c.input_independent for c in components)
     return FEATURES in forms and forms <= {FEATURES, BIAS} and independent and not all(
