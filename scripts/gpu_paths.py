@@ -115,7 +115,10 @@ def check_case(kind: str, path: str, causal: bool, dtype: torch.dtype, sizes: di
     if ref.alpha is not None:
         with torch.no_grad():
             ref.alpha.normal_()
-    fast = SynthesizerAttention(d, h, max_len, kind, causal, impl=path).to(device)
+    try:
+        fast = SynthesizerAttention(d, h, max_len, kind, causal, impl=path).to(device)
+    except ModuleNotFoundError as e:  # an opt-in path's package (triton) is not installed
+        return row | {"status": "skipped", "why": str(e)}
     fast.load_state_dict(ref.state_dict())
     fast = fast.to(dtype)
     if fast.path != path:
@@ -186,7 +189,10 @@ def _check_line(r: dict) -> str:
 # ----------------------------------------------------------------------------------------------- time
 def time_row(name: str, seq: int, sizes: dict, device: torch.device, causal: bool) -> dict:
     """Median forward+backward seconds and peak bytes of one layer at one length, under bfloat16 autocast."""
-    layer = build_layer(name, sizes["d_model"], sizes["heads"], seq, causal).to(device)
+    try:
+        layer = build_layer(name, sizes["d_model"], sizes["heads"], seq, causal).to(device)
+    except ModuleNotFoundError as e:  # an opt-in path's package (triton) is not installed
+        return {"status": "skipped", "why": str(e)}
     path = getattr(layer, "path", "fused")
     want = name.partition(" [")[2].rstrip("]")
     if want and path != want:
