@@ -283,7 +283,7 @@ def test_ctrl_c_on_a_parallel_comparison_is_one_line_and_exit_code_130(tmp_path)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 130, f"stdout:\n{stdout}\nstderr:\n{stderr}"
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert stderr.splitlines()[-1] == "synthesizer compare: interrupted"
     assert "run the same command again" in stdout
