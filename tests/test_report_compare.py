@@ -17,9 +17,10 @@ import pytest
 from synthesizer.models.config import ModelConfig
 from synthesizer.models.lm import LanguageModel
 from synthesizer.report import plots as plots_mod
-from synthesizer.report.compare import Pace, data_name, main, run_comparison, window_speed
+from synthesizer.report.compare import Pace, data_name, main, run_comparison
 from synthesizer.report.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
 from synthesizer.report.results import load_results
+from synthesizer.runs.files import window_speed
 from synthesizer.tasks.config import ExperimentConfig
 
 BASE = {"task": "lm", "data": {"corpus": "sotu"}, "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "max_len": 16},
