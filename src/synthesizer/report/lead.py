@@ -67,7 +67,7 @@ def lead_blocks(results: dict, groups: list[Group], folder: Path, minutes) -> li
         group = by_data.get(data)
         maps = (results.get("attention") or {}).get(group.key, {}).get(kind) if group else None
         if maps:
-            panels.append((f"{kind} on {group_label(group, labels)}: {maps[0]['source']}", maps))
+            panels.append((f"{kind} on {group_label(group, labels)}: {what}", maps))
             said.append(f"`{kind}` on {group_label(group, labels)} ({what})")
     blocks: list[Block] = [("h2", "What the attention learned")]
     if plots.plot_attention_panels(panels, folder / LEAD_FIGURE) is not None:
@@ -83,7 +83,10 @@ def _write_table(results: dict, groups: list[Group], path: Path, minutes) -> Non
     """The tables of every task, the command and the wall time, as markdown."""
     labels = results.get("labels", {})
     lines = [f"Command: `{c}`" for c in results.get("commands", [])]
-    lines += [f"Wall time: {minutes(results.get('wall_time_s', 0.0))} (training, evaluation, pictures).", ""]
+    cores = (results.get("machine") or {}).get("cores", "?")
+    loads = [r["load_average_1min"] for r in results["runs"] if r.get("load_average_1min") is not None]
+    load = f"; 1-minute load average {min(loads):.1f} to {max(loads):.1f} on {cores} cores" if loads else ""
+    lines += [f"Wall time: {minutes(results.get('wall_time_s', 0.0))} (training, evaluation, pictures{load}).", ""]
     for group in groups:
         header, rows = table_rows(group)
         lines += [f"**{group_label(group, labels)}** (`{group.key}`)", "", "| " + " | ".join(header) + " |",

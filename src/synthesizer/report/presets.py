@@ -239,8 +239,8 @@ PRESETS["demo"] = Preset(
         PresetTask("diag-lookup-small", ("train.max_steps=300", "train.lr=6e-3", *_DEMO),
                    "key-value lookup (8 pairs, content-based)"),
     ), baselines=("none",), kinds=("vanilla", "random", "fixed_random", "dense", "random+vanilla"),
-    lead=(("diag-reverse", "random", "its softmax(R): no queries, no keys, the same for every input"),
-          ("diag-lookup", "vanilla", "its weights on the first test example, whose last key is looked up")))
+    lead=(("diag-reverse", "random", "softmax(R): no queries or keys, the same for every input"),
+          ("diag-lookup", "vanilla", "weights on a test example; row 9 is the key looked up")))
 
 
 def get_preset(name: str) -> Preset:
