@@ -1,5 +1,5 @@
-# Two entry points: `make demo` (the main job: the quick comparison of every variant on the shipped
-# SOTU corpus) and `make test`. Both create .venv on first use.
+# Two entry points: `make demo` (the main job: the paper's story in a few minutes, six attention kinds on
+# a position-only and a content-based task, docs/demo.md) and `make test`. Both create .venv on first use.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,7 +16,7 @@ $(BIN)/.installed: pyproject.toml requirements-dev.txt
 install: $(BIN)/.installed
 
 demo: install
-	$(BIN)/synthesizer compare --preset lm --size quick --jobs 2 --out runs/demo
+	$(BIN)/synthesizer compare --preset demo --jobs 2 --out runs/demo
 
 tour: install
 	$(BIN)/python -m synthesizer.demo

@@ -111,6 +111,11 @@ def test_diagnostic_answers_follow_their_rule(kind):
         if kind in ("recall", "mqar"):
             _recall_rule(words, answers, 1 if kind == "recall" else 4)
             continue
+        if kind == "lookup":  # 8 pair tokens of distinct keys, ?, a key of them, its value
+            pairs = dict(w.split("=") for w in words[:8])
+            assert len(pairs) == 8 and words[8] == "?" and answers == [10] and len(words) == 11
+            assert pairs[words[9]] == words[10]
+            continue
         d = words.index("|")
         src, out = words[:d], words[d + 1 :]
         assert answers == list(range(d + 1, len(words)))

@@ -36,7 +36,7 @@ def test_diagnostic_runs_end_to_end(tmp_path, kind):
     assert len(values) == 40 and sum(values) / 40 == pytest.approx(metrics["accuracy"], abs=1e-3)
     # the fixed vocabulary was saved, and the trained run reloads into the same task
     vocab = json.loads((tmp_path / kind / "tokenizer" / "tokenizer.json").read_text())["model"]["vocab"]
-    assert len(vocab) == 6 + len(g.VOCAB)
+    assert len(vocab) == 6 + len(g.GENERATED[f"diag-{kind}"].vocab)
     assert evaluate_run(tmp_path / kind)["accuracy"] == pytest.approx(metrics["accuracy"])
 
 

@@ -28,6 +28,11 @@ outside ``[min_len, max_len]`` are drawn again (LRA's length filter); a draw sto
   is, so a model must find it by content.
 * ``diag-reverse``: 12 symbols, ``|``, the same symbols reversed. The length is fixed, so output
   position i always reads input position 11 - i: input-independent attention suffices.
+* ``diag-lookup``: recall in one step: 8 key-value pairs, each one token (``k3=v5``), ``?``, a key, its
+  value. Finding the pair is content-based lookup (its position varies), but a layer's attention
+  reaches it directly: one query-key match, where ``diag-recall`` needs two (the value's position from
+  its key's), so a small vanilla model learns it in a few hundred steps. Its vocabulary adds the 256
+  pair tokens to ``VOCAB``.
 
 A row of a diagnostic corpus is ``{"text": "k3 v5 ... ? k3 v5", "answers": [positions]}``: the
 positions (0-based, in words) of the tokens a model is scored on.
@@ -53,10 +58,11 @@ N_SYMBOLS = 16
 KEYS = tuple(f"k{i}" for i in range(N_SYMBOLS))
 VALUES = tuple(f"v{i}" for i in range(N_SYMBOLS))  # recall values; copy and reversal symbols
 QUERY, DELIM = "?", "|"
-DIAGNOSTICS = ("recall", "mqar", "copy", "reverse")
+DIAGNOSTICS = ("recall", "mqar", "copy", "reverse", "lookup")
 DIAGNOSTIC_CORPORA = tuple(f"diag-{kind}" for kind in DIAGNOSTICS)  # their registered corpus names
 
 VOCAB = (*LISTOPS_OPS, CLOSE, *DIGITS, *KEYS, *VALUES, QUERY, DELIM)
+PAIRS = tuple(f"{k}={v}" for k in KEYS for v in VALUES)  # a key-value pair as one token (diag-lookup)
 
 
 def _rng(kind: str, split: str, seed: int) -> random.Random:
@@ -140,6 +146,15 @@ def recall_example(rng: random.Random, n_pairs: int = 8, n_queries: int = 1) -> 
     return _row(tokens, answers)
 
 
+def lookup_example(rng: random.Random, n_pairs: int = 8) -> dict:
+    """Key-value pairs as single tokens (``k3=v5``), ``?``, a key, its value (the answer)."""
+    keys = rng.sample(range(N_SYMBOLS), n_pairs)
+    values = [rng.randrange(N_SYMBOLS) for _ in keys]
+    q = rng.randrange(n_pairs)
+    tokens = [f"{KEYS[k]}={VALUES[v]}" for k, v in zip(keys, values)] + [QUERY, KEYS[keys[q]], VALUES[values[q]]]
+    return _row(tokens, [len(tokens) - 1])
+
+
 def copy_example(rng: random.Random, min_len: int = 4, max_len: int = 12) -> dict:
     """``x1 .. xn | x1 .. xn`` with n uniform in [min_len, max_len]; the copy is scored."""
     xs = [VALUES[rng.randrange(N_SYMBOLS)] for _ in range(rng.randint(min_len, max_len))]
@@ -157,6 +172,7 @@ _DIAGNOSTIC_MAKERS: dict[str, Callable[[random.Random], dict]] = {
     "mqar": lambda rng: recall_example(rng, 8, 4),
     "copy": copy_example,
     "reverse": reverse_example,
+    "lookup": lambda rng: lookup_example(rng, 8),
 }
 
 
@@ -181,6 +197,7 @@ class GeneratedCorpus:
     min_len: int = 0             # ListOps: token count range
     max_len: int = 0
     seed: int = 0
+    vocab: tuple[str, ...] = VOCAB  # the words of its fixed tokenizer
 
     @property
     def task(self) -> str:
@@ -201,7 +218,8 @@ GENERATED: dict[str, GeneratedCorpus] = {
     "listops-256": GeneratedCorpus("listops", (20000, 1000, 2000), min_len=16, max_len=254),
     # the LRA setting: 96k/2k/2k lists of 500-2000 tokens (slow to generate: minutes, on first load)
     "listops-lra": GeneratedCorpus("listops", (96000, 2000, 2000), min_len=500, max_len=2000),
-    **{name: GeneratedCorpus(kind, (_DIAGNOSTIC_TRAIN_ROWS.get(kind, 20000), 1000, 2000))
+    **{name: GeneratedCorpus(kind, (_DIAGNOSTIC_TRAIN_ROWS.get(kind, 20000), 1000, 2000),
+                             vocab=(*VOCAB, *PAIRS) if kind == "lookup" else VOCAB)
        for name, kind in zip(DIAGNOSTIC_CORPORA, DIAGNOSTICS)},
 }
 

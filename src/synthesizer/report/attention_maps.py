@@ -3,7 +3,8 @@
 For every :class:`SynthesizerAttention` layer: when all its components are input-independent
 (``random``, ``fixed_random``, ``factorized_random``, as the registry says) the map is ``softmax(R)`` itself (with the
 layer's causal mask), the same for every input; otherwise it is the layer's attention weights on a
-fixed sample sentence, read at that layer's real input (captured with a forward pre-hook while the
+fixed sample input (a sentence; on a generated corpus, its first test row, so a recall model is
+read on a recall example), read at that layer's real input (captured with a forward pre-hook while the
 whole model runs). Maps are cut to the first ``n`` positions and rounded, to keep the JSON small.
 """
 
@@ -81,7 +82,18 @@ def attention_maps(model: nn.Module, token_ids: list[int], n: int = 24, digits: 
     return maps
 
 
+def sample_text(cfg) -> str:
+    """The sample a run's maps are read on: the first test row of a generated corpus (its words are the only
+    ones its fixed vocabulary knows), else ``SAMPLE_TEXT``. ``cfg``: the run's config, or None."""
+    from ..data.generated import GENERATED, generate_corpus
+
+    corpus = (getattr(cfg, "data", None) or {}).get("corpus")
+    if corpus in GENERATED and GENERATED[corpus].answers:
+        return generate_corpus(corpus).splits["test"][0]["text"]
+    return SAMPLE_TEXT
+
+
 def run_attention_maps(run_dir, load_trained, n: int = 24) -> list[dict]:
     """Load the best checkpoint of ``run_dir`` with ``load_trained`` and return its attention maps."""
-    model, tokenizer, _ = load_trained(run_dir)
-    return attention_maps(model, tokenizer.encode(SAMPLE_TEXT), n=n)
+    model, tokenizer, cfg = load_trained(run_dir)
+    return attention_maps(model, tokenizer.encode(sample_text(cfg)), n=n)

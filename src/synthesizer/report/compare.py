@@ -53,6 +53,7 @@ from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
 from .claims import GLUE_DATA, GLUE_TASK, attention_notes, evaluate_claims, trivial_key, verdict_label, verdict_reason
 from .document import build_report, minutes
+from .lead import LEAD_FIGURE, LEAD_TABLE, lead_preset, lead_text
 from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, sized_tasks, steps_overrides, task_overrides
 from .results import FILENAME, empty_results, load_results, merge_results, put_run, run_key, save_results
 from .groups import build_groups
@@ -127,7 +128,7 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
     for name, value in (("--jobs", jobs), ("--threads", threads)):
         if value is not None:
             positive_int(name, value)
-    kinds = check_kinds(list(kinds or DEFAULT_KINDS) + list(spec.baselines if baselines is None else baselines))
+    kinds = check_kinds(list(kinds or spec.kinds or DEFAULT_KINDS) + list(spec.baselines if baselines is None else baselines))
     extra = steps_overrides(steps) if steps is not None else []
     runnable, left_out = sized_tasks(spec, size)
     sized = [(t, task_overrides(t, size, preset)) for t in runnable]  # each one left has the size, or nothing runs
@@ -262,7 +263,20 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
     md, page = build_report(results, out)
     print_tables(results, log)
     log(f"report: {md} and {page}; raw numbers: {out / FILENAME}")
+    _log_lead(results, out, log)
     return results
+
+
+def _log_lead(results: dict, out: Path, log: Callable[[str], None]) -> None:
+    """The reading of a preset with a lead (the demo), then where its picture and table are: the last lines."""
+    if lead_preset(results) is None:
+        return
+    log("")
+    log(lead_text(results, build_groups(results["runs"])))
+    for path, what in ((out / LEAD_FIGURE, "learned attention"), (out / LEAD_TABLE, "table (markdown)")):
+        if path.exists():
+            log(f"{what}: {path}")
+    log(f"more pictures (curves, every kind's attention): {out}/*.png")
 
 
 def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_fn: Callable, jobs: int,
@@ -633,6 +647,7 @@ def render(folders: list[str], out: str | None = None, log: Callable[[str], None
     md, page = build_report(results, target)
     print_tables(results, log)
     log(f"report: {md} and {page}")
+    _log_lead(results, target, log)
     return results
 
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from . import plots
+from .lead import lead_blocks
 from .claims import (CANNOT_TELL, CONTRADICTS, MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, SUPPORTS,
                      Verdict, attention_notes, evaluate_claims, verdict_label)
 from .render import Block, write_report
@@ -165,7 +166,7 @@ def build_report(results: dict, folder: str | Path) -> tuple[Path, Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     groups = build_groups(results["runs"])
-    blocks = _header(results)
+    blocks = _header(results) + lead_blocks(results, groups, folder, minutes)  # empty unless the preset has a lead
     pretraining = results.get("pretraining") or []
     for group in build_groups(pretraining):  # a pretrained preset's first step
         runs = [r for r in pretraining if group_key(r["task"], r["data"]) == group.key]

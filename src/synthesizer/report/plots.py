@@ -1,7 +1,7 @@
 """The report's PNG plots (matplotlib, headless): curves, metric vs speed, attention heatmaps, mixture weights.
 
 Each ``plot_*`` function draws one figure from raw numbers (run records, a :class:`Group`, attention maps)
-and saves it; ``curves_figure`` and ``attention_figure`` return theirs unsaved (for checks on the figure).
+and saves it; ``curves_figure``, ``attention_figure`` and ``attention_panels_figure`` return theirs unsaved (for checks on the figure).
 Nothing here trains or loads a model.
 """
 
@@ -141,12 +141,39 @@ def attention_figure(maps: list[dict], title: str):
     ``ATTENTION_COLUMNS`` panels; query position down, key position across; one shared colour bar."""
     if not maps:
         return None
+    rows, cols = _attention_grid(maps)
+    fig = plt.figure(figsize=(2.5 * cols + 1.2, 2.45 * rows + 0.9), layout="constrained")
+    _draw_attention(fig, maps, f"{title} ({maps[0]['source']})")
+    return fig
+
+
+def attention_panels_figure(panels: list[tuple[str, list[dict]]]):
+    """Several models' heatmaps side by side, one :func:`attention_figure` layout per ``(title, maps)``
+    (panels without maps are left out); None if none has maps."""
+    panels = [(title, maps) for title, maps in panels if maps]
+    if not panels:
+        return None
+    grids = [_attention_grid(maps) for _, maps in panels]
+    rows = max(r for r, _ in grids)
+    widths = [2.5 * c + 1.2 for _, c in grids]
+    fig = plt.figure(figsize=(sum(widths), 2.45 * rows + 1.1), layout="constrained")
+    for sub, (title, maps) in zip(fig.subfigures(1, len(panels), width_ratios=widths, wspace=0.04), panels):
+        _draw_attention(sub, maps, title)
+    return fig
+
+
+def _attention_grid(maps: list[dict]) -> tuple[int, int]:
+    """(rows, columns) of the heatmap panels of ``maps``."""
     n_heads = max(len(m["heads"]) for m in maps)
     cols = min(ATTENTION_COLUMNS, n_heads)
-    per_layer = -(-n_heads // cols)
-    n_rows = per_layer * len(maps)
-    fig, axes = plt.subplots(n_rows, cols, figsize=(2.5 * cols + 1.2, 2.45 * n_rows + 0.9), squeeze=False,
-                             layout="constrained")
+    return -(-n_heads // cols) * len(maps), cols
+
+
+def _draw_attention(fig, maps: list[dict], title: str) -> None:
+    """Draw the heatmaps of ``maps`` into ``fig`` (a figure or a subfigure), titled ``title``."""
+    n_rows, cols = _attention_grid(maps)
+    per_layer = n_rows // len(maps)
+    axes = fig.subplots(n_rows, cols, squeeze=False)
     # a square-root colour scale keeps the spread-out rows visible next to the peaked first rows
     norm = PowerNorm(0.5, vmin=0.0, vmax=1.0)
     image, used = None, []
@@ -173,13 +200,18 @@ def attention_figure(maps: list[dict], title: str):
     bar = fig.colorbar(image, ax=used, shrink=min(0.8, 3.0 / n_rows + 0.3), aspect=30, pad=0.02)
     bar.set_label("attention weight (square-root colour scale)", fontsize=8)
     bar.ax.tick_params(labelsize=7)
-    fig.suptitle(f"{title} ({maps[0]['source']})", fontsize=10)
-    return fig
+    fig.suptitle(title, fontsize=10)
 
 
 def plot_attention(maps: list[dict], title: str, path: Path) -> Path | None:
     """The heatmaps of :func:`attention_figure`, saved to ``path``."""
     fig = attention_figure(maps, title)
+    return None if fig is None else _save(fig, path)
+
+
+def plot_attention_panels(panels: list[tuple[str, list[dict]]], path: Path) -> Path | None:
+    """The side-by-side heatmaps of :func:`attention_panels_figure`, saved to ``path``."""
+    fig = attention_panels_figure(panels)
     return None if fig is None else _save(fig, path)
 
 

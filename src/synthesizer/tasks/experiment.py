@@ -290,7 +290,7 @@ def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: boo
                 shutil.copyfile(Path(cfg.init_from) / "tokenizer" / TOKENIZER_FILE, folder / TOKENIZER_FILE)
             else:
                 if cfg.data.get("corpus") in GENERATED:  # a fixed word-level vocabulary (see data/generated.py)
-                    tok = fixed_tokenizer()
+                    tok = fixed_tokenizer(GENERATED[cfg.data['corpus']].vocab)
                 else:
                     extra = sentinel_tokens() if cfg.task == PRETRAIN else ()
                     tok = Tokenizer.train(corpus.texts("train"), vocab_size=int(cfg.tokenizer.get("vocab_size", 8000)),
