@@ -1,7 +1,7 @@
 """Which kernel a layer runs, chosen from its components' forms.
 
 The kernels (``ops/``), fastest first: the measured ranking on CPU (torch 2.13, forward+backward,
-d_model 512, 8 heads, seq 1024; see the README's benchmark table, reproduced by
+d_model 512, 8 heads, seq 1024; see the table in docs/benchmarks.md, reproduced by
 ``python -m synthesizer.bench attention``):
 - input-independent components only: ``shared`` (one softmax per head, one matmul for the batch),
   ~0.4x vanilla;
