@@ -13,6 +13,13 @@ import os
 import pytest
 import torch
 
+# Without a GPU, triton can run kernels only in its interpreter, and it reads TRITON_INTERPRET once,
+# when it is first imported (importing synthesizer.attention imports it, through torch.compiler):
+# so it is set here, before any test module is collected. It changes nothing else: compiled triton
+# kernels need a GPU. With a GPU, the triton kernel's tests run compiled on CUDA tensors.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 THREADS_VARIABLE = "SYNTHESIZER_TEST_THREADS"
 _threads_key = pytest.StashKey[int]()
 

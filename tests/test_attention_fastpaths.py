@@ -168,9 +168,9 @@ def test_auto_on_a_cuda_device_runs_sdpa_bias_for_random_mixtures(kind):
 
 
 def test_every_kernel_is_ranked_on_cuda():
-    from synthesizer.attention.dispatch import CUDA_RANKING, KERNELS
+    from synthesizer.attention.dispatch import CPU_RANKING, CUDA_RANKING, KERNELS, OPT_IN
 
-    assert sorted(CUDA_RANKING) == sorted(KERNELS)
+    assert sorted(CUDA_RANKING + OPT_IN) == sorted(KERNELS) == sorted(CPU_RANKING + OPT_IN)
 
 
 @pytest.mark.parametrize("kind,impl", list(fast_cases()))

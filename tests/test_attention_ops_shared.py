@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.ops import shared
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -79,3 +80,26 @@ def test_causal_products_skip_the_upper_triangle():
     assert full == 3 * 2 * 2 * n * n * c  # P V, P^T dO and dO V^T
     assert flops(n) == full  # causal in one block
     assert flops(n // 8) == full * (1 + 1 / 8) / 2
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("block", [0, 5], ids=["whole", "blocks"])
+def test_shared_backward_under_bfloat16_autocast(causal, block, monkeypatch):
+    """Under autocast R stays float32 while the values are bfloat16, and the backward (which runs
+    without autocast) must bring them together: it crashed on the dtype mismatch before. R's
+    gradient stays float32 and within bfloat16 rounding of the float32 run's."""
+    monkeypatch.setattr(shared, "CAUSAL_BLOCK", block)
+    torch.manual_seed(0)
+    layer = SynthesizerAttention(32, 2, 16, "random", causal)
+    x = torch.randn(2, 16, 32)
+    pad = torch.zeros(2, 16, dtype=torch.bool)
+    pad[1, -4:] = True
+    layer(x, pad).sum().backward()
+    want = layer.logit_modules["random"].r.grad.clone()
+    layer.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = layer(x, pad)
+    out.float().sum().backward()
+    got = layer.logit_modules["random"].r.grad
+    assert got.dtype == torch.float32 and torch.isfinite(got).all()
+    assert ((got - want).abs().max() / want.abs().max()).item() < 5e-2

@@ -8,7 +8,7 @@ import pytest
 
 from synthesizer.report.claims import (CANNOT_TELL, CLOSE_LOSS, CONTRADICTS, LITTLE_LOSS, MATCH_LOSS, PAPER_ENDE,
                                        PAPER_ENFR, PAPER_LM1B, PAPER_LM1B_UNIGRAM, PAPER_T5_ENDE, PASSABLE_LOSS,
-                                       SUPPORTS, Gap, evaluate_claims, judge_at_most, judge_beyond, kept_share,
+                                       NO_NONE_PROVISIONAL, SUPPORTS, Gap, evaluate_claims, judge_at_most, judge_beyond, kept_share,
                                        quality_gap, scale_of, trivial_score)
 from synthesizer.report.tables import Group, Row, build_groups
 
@@ -238,7 +238,8 @@ def test_claims_6_and_7_on_classification():
     runs[9:12] = seeds("random+vanilla", [0.85, 0.86, 0.84], **CLS)  # clearly below vanilla: not the best
     assert verdicts(runs)[7].verdict == CONTRADICTS
     runs[3:6] = seeds("random", [0.899, 0.911, 0.890], **CLS)  # random matches vanilla: not behind
-    assert any(c.verdict == CONTRADICTS and c.text.startswith("classification-spam: random ")
+    # no `none` trained: the verdicts stand, provisional first
+    assert any(c.verdict == CONTRADICTS and c.text.startswith(f"classification-spam: {NO_NONE_PROVISIONAL}; random ")
                for c in verdicts(runs)[7].checks)
 
 
@@ -349,3 +350,148 @@ def test_the_diagnostics_are_left_out_of_the_claims():
     alone = verdicts(recall)
     assert all(v.verdict == CANNOT_TELL and v.checks[0].text.startswith("not judged on the diagnostics")
                for v in alone.values())
+
+
+# ----------------------------------------------------------------------------- attention's contribution: the gate
+
+def lm_runs(none, **kinds):
+    """An lm task (unigram 600) with vanilla at 300/310/305, `none` at ``none`` (None: not trained) and ``kinds``."""
+    runs = seeds("vanilla", [300.0, 310.0, 305.0], **LM)
+    runs += seeds("none", none, **LM) if none is not None else []
+    for kind, values in kinds.items():
+        runs += seeds(kind.replace("_plus_", "+"), values, **LM)
+    for r in runs:
+        r["baselines"] = {"unigram_perplexity": 600.0}
+    return runs
+
+
+CLOSE = dict(fixed_random=[301.0, 311.0, 306.0], random=[300.5, 310.5, 305.5], dense=[299.0, 309.0, 304.0],
+             random_plus_vanilla=[299.5, 309.5, 304.5])  # each level with vanilla, seed by seed
+
+
+def test_where_vanilla_does_not_clearly_beat_none_every_check_cannot_tell_with_that_reason():
+    from synthesizer.report.claims import NOTHING_MEASURABLE, attention_notes
+    from synthesizer.report.compare import print_tables
+
+    clear = verdicts(lm_runs([450.0, 470.0, 440.0], **CLOSE))
+    assert clear[1].verdict == SUPPORTS and clear[2].verdict == SUPPORTS  # attention matters: judged
+    runs = lm_runs([305.0, 300.0, 312.0], **CLOSE)  # none level with vanilla: attention adds nothing measurable
+    groups = build_groups(runs)
+    tied = verdicts(groups)
+    checks = [c for v in tied.values() for c in v.checks if c.key == "lm-sotu"]
+    assert len(checks) >= 6
+    for c in checks:
+        assert c.verdict == CANNOT_TELL
+        assert c.text.startswith(f"lm-sotu: {NOTHING_MEASURABLE} (vanilla vs none: perplexity 305 ± 5 (keeps 100.0%) "
+                                 "vs perplexity 305.7 ± 6.03 (keeps ")
+        assert "t-interval over 3 paired seeds" in c.text and c.brief.startswith(f"lm-sotu: {NOTHING_MEASURABLE}")
+    assert tied[1].verdict == tied[2].verdict == tied[4].verdict == CANNOT_TELL
+    (note,) = attention_notes(groups)
+    assert note.startswith(f"lm-sotu: {NOTHING_MEASURABLE}") and note.endswith("every check on it cannot tell")
+    # the closing summary says it before the verdicts
+    lines = []
+    print_tables({"runs": runs, "labels": {}}, lines.append)
+    first_claim = next(i for i, line in enumerate(lines) if line.startswith("claim "))
+    assert lines[first_claim - 1] == f"attention: {note}"
+    assert lines[first_claim].startswith(f"claim 1: cannot tell: lm-sotu: {NOTHING_MEASURABLE}")
+
+
+def test_without_none_the_verdicts_are_provisional():
+    from synthesizer.report.claims import NO_NONE_PROVISIONAL, attention_notes, verdict_label
+    from synthesizer.report.document import _claim_blocks
+
+    groups = build_groups(lm_runs(None, **CLOSE))
+    v = {x.number: x for x in evaluate_claims(groups)}
+    assert v[1].verdict == SUPPORTS  # the verdict stands, marked
+    assert all(c.text.startswith(f"lm-sotu: {NO_NONE_PROVISIONAL}; fixed_random perplexity") for c in v[1].checks)
+    assert verdict_label(v[1]) == "supports (provisional: no `none` trained)"
+    assert verdict_label(v[5]) == CANNOT_TELL  # nothing decided: nothing to mark
+    (note,) = attention_notes(groups)
+    assert note == f"lm-sotu: {NO_NONE_PROVISIONAL}; its verdicts below are provisional"
+    # `none` trained but failed: the same, saying so
+    failed = [r for r in lm_runs([450.0, 470.0, 440.0], **CLOSE) if r["attention"] != "none"]
+    failed += [{"task": "lm", "data": "sotu", "attention": "none", "seed": s, "error": "boom"} for s in SEEDS]
+    broken = build_groups(failed)
+    w = {x.number: x for x in evaluate_claims(broken)}
+    assert verdict_label(w[1]) == "supports (provisional: `none` has no metric (failed))"
+    assert attention_notes(broken)[0].startswith("lm-sotu: provisional: `none` has no metric (failed), so whether")
+    blocks = _claim_blocks(list(v.values()), attention_notes(groups))
+    table = next(b for b in blocks if b[0] == "table")
+    assert table[2][0][1] == "**supports** (provisional: no `none` trained)"
+    assert blocks.index(next(b for b in blocks if b[0] == "list")) < blocks.index(table)  # said first
+
+
+def test_the_share_of_what_vanillas_attention_adds_by_hand():
+    runs = lm_runs([450.0, 470.0, 440.0], random=[330.0, 335.0, 340.0])
+    (g,) = build_groups(runs)
+    v, n, r = [300.0, 310.0, 305.0], [450.0, 470.0, 440.0], [330.0, 335.0, 340.0]
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    gain = mean([math.log(x) for x in n]) - mean([math.log(x) for x in v])   # -ln scale: vanilla over none
+    share = (mean([math.log(x) for x in n]) - mean([math.log(x) for x in r])) / gain
+    losses = [(math.log(b) - math.log(a)) / gain for a, b in zip(v, r)]      # paired with vanilla, seed by seed
+    sd = (sum((x - mean(losses)) ** 2 for x in losses) / 2) ** 0.5
+    half = 4.303 * sd / math.sqrt(3)
+    got = g.row("random").attention_share
+    assert got.value == pytest.approx(share) and share == pytest.approx(1 - mean(losses))
+    assert (got.low, got.high) == (pytest.approx(1 - mean(losses) - half, abs=1e-3),
+                                   pytest.approx(1 - mean(losses) + half, abs=1e-3))
+    assert g.row("vanilla").attention_share.text() == "100%" and g.row("none").attention_share.value == pytest.approx(0)
+    # the kept share beside it: of vanilla's gain over the unigram model
+    kept = (math.log(600) - mean([math.log(x) for x in r])) / (math.log(600) - mean([math.log(x) for x in v]))
+    assert g.row("random").kept.value == pytest.approx(kept)
+    check = verdicts([g])[2].checks[0]
+    assert (f"random keeps {share:.0%} [{1 - mean(losses) - half:.0%}, {1 - mean(losses) + half:.0%}] of what "
+            "vanilla's attention adds (its gain over none)") in check.text
+    # vanilla tying none: no share of a gain that is not there
+    (tied,) = build_groups(lm_runs([305.0, 300.0, 312.0], random=[330.0, 335.0, 340.0]))
+    assert tied.row("random").attention_share is None and tied.row("random").kept is not None
+
+
+def test_a_check_that_cannot_tell_says_how_many_seeds_would_decide():
+    from synthesizer.report.claims import seeds_note
+
+    v, r = [300.0, 310.0, 305.0], [306.0, 313.0, 313.0]
+    (g,) = build_groups(lm_runs([450.0, 470.0, 440.0], random=r))
+    gain = math.log(600) - sum(math.log(x) for x in v) / 3
+    losses = [(math.log(b) - math.log(a)) / gain for a, b in zip(v, r)]
+    m = sum(losses) / 3
+    sd = (sum((x - m) ** 2 for x in losses) / 2) ** 0.5
+    t = {n: q for n, q in zip(range(2, 31), (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                              2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                              2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045))}
+    n = next(k for k in t if t[k] * sd / math.sqrt(k) < abs(m - CLOSE_LOSS))  # by hand, within the table
+    assert n > 3
+    check = next(c for c in verdicts([g])[2].checks if "random vs vanilla" in c.brief)
+    assert check.verdict == CANNOT_TELL
+    assert f"about {n} seeds would decide, if the mean and spread of these 3 held" in check.text
+    assert f"about {n} seeds would decide" in check.brief
+    assert seeds_note(Gap(m, -1, 1, "", per_seed=[CLOSE_LOSS - 0.01, CLOSE_LOSS + 0.01]), CLOSE_LOSS) == \
+        "no number of seeds would decide: the mean is on the threshold"
+    assert seeds_note(Gap(0.0, -math.inf, math.inf, ""), 0.0) == ""  # nothing measured: nothing to say
+
+
+def test_the_seeds_figure_says_when_the_interval_over_test_examples_straddles_too():
+    from synthesizer.report.claims import seeds_note
+
+    losses = [0.02, 0.04, 0.06]  # 5 seeds would narrow the seed interval enough (test_report_stats: by hand)
+    assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses), 0.0137) == \
+        "about 5 seeds would decide, if the mean and spread of these 3 held"
+    assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses, over_examples=(0.0, 0.08)), 0.0137).endswith(
+        "(the seed interval; the one over test examples straddles the threshold too)")
+    assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses, over_examples=(0.02, 0.06)), 0.0137) == \
+        "about 5 seeds would decide, if the mean and spread of these 3 held"
+
+
+def test_identical_predictions_are_no_use_of_attention():
+    """Two seeds (no t-interval) of the same predictions: the bootstrap's interval is exactly [0, 0], no gain."""
+    def record(kind, seed):
+        r = res(kind, 0.6, seed, task="classification", data="spam", metric="accuracy",
+                baselines={"majority_accuracy": 0.6})
+        r["per_example"] = {"metric": "accuracy", "kind": "accuracy", "values": [1.0] * 6 + [0.0] * 4}
+        return r
+
+    from synthesizer.report.claims import NOTHING_MEASURABLE, attention_gate
+
+    (g,) = build_groups([record(k, s) for k in ("vanilla", "none") for s in (0, 1)])
+    assert g.row("vanilla").ignores_attention
+    assert attention_gate(g)[0] is False and attention_gate(g)[1].startswith(NOTHING_MEASURABLE)

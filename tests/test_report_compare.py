@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -34,13 +35,17 @@ def config_fn(name, overrides):
 class FakeRunner:
     """Writes result.json like run_experiment; perplexity depends on the kind so the table has content."""
 
-    def __init__(self, fail=(), stop=(), die=()):
-        self.calls, self.fail, self.stop, self.die = [], set(fail), set(stop), set(die)
+    def __init__(self, fail=(), stop=(), die=(), warn=False):
+        self.calls, self.fail, self.stop, self.die, self.warn = [], set(fail), set(stop), set(die), warn
 
     def __call__(self, cfg, out_dir, resume=False, progress=True):
         kind = cfg.attention
         self.calls.append((kind, cfg.seed, resume, cfg.train["max_steps"]))
         out_dir.mkdir(parents=True, exist_ok=True)
+        if self.warn:  # as a task warns about its data (the same in every run) and a run about itself
+            warnings.warn("sotu train: 3 sequences were truncated to the length limit", stacklevel=2)
+            warnings.warn("sotu train: 3 sequences were truncated to the length limit", stacklevel=2)
+            warnings.warn(f"{out_dir.name} of {kind}: something of this run alone", stacklevel=2)
         if kind in self.fail:
             raise RuntimeError(f"boom in {kind}")
         if kind in self.die:  # as the kernel's out-of-memory killer ends a process: no word, no exception
@@ -559,3 +564,28 @@ def test_every_preset_trains_none_and_flags_kinds_not_better_than_it(tmp_path):
     assert re.search(r"^\| fixed_random \|.*\| ok; does not use its attention \|$", md, re.M)  # 120 vs none's 110
     assert re.search(r"^\| vanilla \|.*\| ok \|$", md, re.M)
     assert len(results["runs"]) == 9
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_warning_about_the_data_is_printed_once_per_comparison_not_once_per_run(tmp_path, monkeypatch, jobs):
+    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    results, lines = run(tmp_path, FakeRunner(warn=True), seeds=2, heatmaps=False, jobs=jobs, threads=1)
+    data = [line for line in lines if "sequences were truncated" in line]
+    assert data == ["lm-sotu: UserWarning: sotu train: 3 sequences were truncated to the length limit"]
+    own = [line for line in lines if "something of this run alone" in line]
+    assert len(own) == 6 and len(set(own)) == 6  # one per run: each names its run
+    assert all("_warnings" not in r for r in results["runs"])  # nothing of it in results.json
+    assert "_warnings" not in (tmp_path / "results.json").read_text()
+
+
+def test_more_seeds_on_an_existing_folder_train_only_the_new_ones_and_rerender(tmp_path, monkeypatch):
+    rendered = []
+    monkeypatch.setattr("synthesizer.report.compare.build_report",
+                        lambda results, folder: (rendered.append(sorted({r["seed"] for r in results["runs"]})),
+                                                 (folder, folder))[1])
+    run(tmp_path, FakeRunner(), seeds=2, heatmaps=False)
+    more = FakeRunner()
+    results, _ = run(tmp_path, more, seeds=4, heatmaps=False)
+    assert sorted((c[0], c[1]) for c in more.calls) == sorted((k, s) for k in ("vanilla", "random", "random+vanilla")
+                                                              for s in (2, 3))
+    assert len(results["runs"]) == 12 and rendered == [[0, 1], [0, 1, 2, 3]]

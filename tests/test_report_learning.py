@@ -65,8 +65,8 @@ def test_a_flattened_curve():
 def test_a_curve_still_falling_makes_the_claims_provisional_with_the_same_verdicts():
     def claim2(drop):
         runs = (seeds("vanilla", [325.5, 330.1, 321.0], drop=drop) + seeds("random", [421.8, 430.2, 415.9], drop=drop)
-                + seeds("dense", [326.0, 331.0, 321.5], drop=drop))
-        groups = build_groups(runs)
+                + seeds("dense", [326.0, 331.0, 321.5], drop=drop) + seeds("none", [450.0, 460.0, 445.0], drop=drop))
+        groups = build_groups(runs)  # with `none` clearly behind: attention matters, nothing else is provisional
         return groups[0].learning, next(v for v in evaluate_claims(groups) if v.number == 2)
 
     got, falling = claim2(0.098)
@@ -187,6 +187,8 @@ def test_the_report_says_it_right_under_each_table(tmp_path, monkeypatch):
     # vanilla 1.7 BLEU above copying the source: the claims are judged, but provisional
     runs = mt([10.0, 10.1, 9.9]) + seeds("fixed_random", [9.0, 9.1, 8.9], task="translation", metric="bleu",
                                          higher=True, baselines={"copy_source_bleu": 8.3})
+    runs += seeds("none", [8.5, 8.7, 8.4], task="translation", metric="bleu", higher=True,
+                  baselines={"copy_source_bleu": 8.3})
     md, _ = build_report({"runs": runs, "labels": {}, "presets": [], "machine": {}, "commands": []}, tmp_path)
     text = md.read_text()
     after = text[text.index("\n\n", text.index("| fixed_random |")) + 2:]

@@ -113,3 +113,17 @@ def test_per_example_field_of_a_record():
     assert per_example_of(field, "rougeL") is None  # statistics of another metric
     assert per_example_of({"kind": "accuracy", "values": [1, 0]}, "accuracy") == ("accuracy", [1, 0])
     assert per_example_of(None, "accuracy") is None and per_example_of({"kind": "x", "values": [1]}, "accuracy") is None
+
+
+def test_seeds_to_decide_by_hand():
+    from synthesizer.report.stats import SEEDS_CAP, seeds_to_decide
+
+    # mean 0.04, sd 0.02, 0.0263 from the threshold: n=4 gives 3.182 * 0.02 / 2 = 0.0318 (too wide),
+    # n=5 gives 2.776 * 0.02 / sqrt(5) = 0.0248 (decides)
+    assert seeds_to_decide([0.02, 0.04, 0.06], 0.0137) == 5
+    assert seeds_to_decide([0.02, 0.04, 0.06], 0.0663) == 5  # the other side: the same distance
+    assert seeds_to_decide([0.02, 0.04, 0.06], 0.04) is None  # the mean on the threshold: never
+    assert seeds_to_decide([-1.0, 0.0, 1.0], 0.001) == SEEDS_CAP + 1  # about 4 million: "more than" the cap
+    assert seeds_to_decide([0.5, 0.5], 0.0) == 2  # no spread: any two seeds decide
+    with pytest.raises(ValueError, match="at least 2"):
+        seeds_to_decide([0.1], 0.0)

@@ -54,7 +54,7 @@ def test_diverged_failed_and_chance_variants_are_reported_not_hidden():
     header, cells = table_rows(group)
     by_kind = {c[0]: c for c in cells}
     assert by_kind["dense"][1] == "n/a" and by_kind["dense"][-1] == "diverged"
-    assert by_kind["random"][7] == "1/2"
+    assert by_kind["random"][header.index("seeds")] == "1/2"
     text = text_table(header, cells)
     assert "linformer" in text and "failed" in text
 
@@ -89,7 +89,7 @@ def test_attention_params_include_a_baselines_projections():
                                       "attention.values_output": 100}}
     (group,) = build_groups([run])
     assert group.rows[0].params_attention == 300  # Q/K + E/F, not values/output
-    assert table_rows(group)[0][5] == "train tokens/s"
+    assert "train tokens/s" in table_rows(group)[0]
 
 
 def test_a_diverged_run_is_shown_with_its_step():

@@ -3,7 +3,7 @@
 The layers, models and generation need torch alone; training, evaluation, the shipped configs and
 ``compare`` need the ``train`` extra, the paper's public datasets ``hub``, the benchmarks ``bench``, the Hugging Face
 ``transformers`` interop (``synthesizer.hf``, ``synthesizer export``) ``hf``, ``synthesizer lm-eval`` ``eval``,
-the TensorBoard logger (``train.loggers``) ``log``.
+the TensorBoard logger (``train.loggers``) ``log``, the Triton kernel (``impl="triton"``) ``gpu``.
 The command line turns a missing optional module into one line naming the extra to install
 (:func:`missing_extra_message`); keep ``EXTRAS`` in step with ``[project.optional-dependencies]``
 of ``pyproject.toml``.
@@ -24,6 +24,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "hf": ("transformers", "accelerate"),
     "eval": ("lm_eval",),
     "log": ("tensorboard",),
+    "gpu": ("triton",),
 }
 
 

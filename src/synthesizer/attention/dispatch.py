@@ -38,6 +38,14 @@ backward, in training with dropout too. That choice is not yet backed by a measu
 | factorized_dense alone | factorized_dense | factorized_dense |
 | anything else | reference | reference |
 
+Opt-in paths (``OPT_IN``), never chosen by ``impl="auto"``: ``triton`` (``ops/triton_bias``: our
+FlashAttention-2-style Triton kernel with the bias gradient summed over the batch inside it;
+CUDA, or CPU in triton's interpreter) and ``flex`` (``ops/flex_bias``: FlexAttention with a
+``score_mod`` adding the captured ``w * R``; CUDA). Both were written for the GPU and are tested
+against the reference (triton on CPU in the interpreter, flex on CUDA); none of the CUDA
+candidates has been timed on a GPU yet. ``CUDA_RANKING`` is the one place where a measurement
+(``scripts/gpu_check.sh``) would move ``triton`` or ``flex`` ahead of ``sdpa_bias``.
+
 Each kernel states once which layers it applies to (``applies``); ``running_path`` is the one place
 that decides what a forward pass runs: the layer's ``forward`` and its ``path`` both ask it, so what
 ``path`` reports is what runs.
@@ -50,33 +58,45 @@ from types import ModuleType
 import torch
 
 from . import registry
-from .ops import blockwise, factorized_dense, fused, fused_bias, reference, sdpa_bias, shared
+from .ops import blockwise, factorized_dense, flex_bias, fused, fused_bias, reference, sdpa_bias, shared, triton_bias
 
-# The kernels in the CPU ranking above; the first that applies is the default.
+# Every kernel by path name.
 KERNELS: dict[str, ModuleType] = {k.NAME: k for k in (shared, fused, fused_bias, blockwise, sdpa_bias,
-                                                     factorized_dense, reference)}
-# The ranking on CUDA devices (see above); every other device type takes the CPU one.
+                                                     factorized_dense, reference, triton_bias, flex_bias)}
+# The CPU ranking above; the first that applies is the default.
+CPU_RANKING = ("shared", "fused", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", "reference")
+# The ranking on CUDA devices (see above); every other device type takes the CPU one. Today's
+# choice, not yet measured on a GPU: the place to put ``triton`` or ``flex`` once a GPU has timed them.
 CUDA_RANKING = ("shared", "fused", "sdpa_bias", "fused_bias", "blockwise", "factorized_dense", "reference")
-IMPLS = ("auto", "reference", "shared", "fused", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense")
+# Paths that run only when asked for by name (``impl=``), on any device.
+OPT_IN = ("triton", "flex")
+IMPLS = ("auto", "reference", "shared", "fused", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", *OPT_IN)
 
 
 def ranking(device: torch.device | None = None) -> tuple[str, ...]:
-    """The kernel names, the fastest first on ``device`` (None: the CPU ranking)."""
-    return CUDA_RANKING if device is not None and device.type == "cuda" else tuple(KERNELS)
+    """The kernel names ``impl="auto"`` picks from, the fastest first on ``device`` (None: the CPU ranking)."""
+    return CUDA_RANKING if device is not None and device.type == "cuda" else CPU_RANKING
 
 
 def applicable_paths(components: tuple[str, ...], device: torch.device | None = None) -> list[str]:
-    """Every path that computes a layer of these components (full names), the fastest on ``device``
-    first (None: on CPU)."""
+    """Every ranked path that computes a layer of these components (full names), the fastest on
+    ``device`` first (None: on CPU). The opt-in ones are not listed: see ``opt_in_paths``."""
     specs = [registry.spec(c) for c in components]
     return [name for name in ranking(device) if KERNELS[name].applies(specs)]
 
 
+def opt_in_paths(components: tuple[str, ...]) -> list[str]:
+    """The opt-in paths (``OPT_IN``) that compute a layer of these components."""
+    specs = [registry.spec(c) for c in components]
+    return [name for name in OPT_IN if KERNELS[name].applies(specs)]
+
+
 def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.device | None = None) -> str:
-    """The path ``impl`` asks for ("auto": the fastest that applies on ``device``), or "invalid" if it
-    does not apply. What a forward pass runs also depends on the mode: see ``running_path``."""
+    """The path ``impl`` asks for ("auto": the fastest ranked one that applies on ``device``), or
+    "invalid" if it does not apply. What a forward pass runs also depends on the mode: see ``running_path``."""
     if impl != "auto":
-        return impl if impl in applicable_paths(components) else "invalid"
+        kernel = KERNELS.get(impl)
+        return impl if kernel is not None and kernel.applies([registry.spec(c) for c in components]) else "invalid"
     return applicable_paths(components, device)[0]
 
 

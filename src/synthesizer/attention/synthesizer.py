@@ -43,7 +43,9 @@ class SynthesizerAttention(nn.Module):
         dense_per_head: one ``W2, b2`` per head for ``dense``. (These three go to every component's
         factory that takes them.) mix_per_head: one alpha per head.
         impl: ``"auto"`` (the dispatcher picks a fast path) or ``"reference"``; the fast path names
-            ``"shared"``, ``"fused"``, ``"fused_bias"``, ``"blockwise"`` force one where it applies.
+            ``"shared"``, ``"fused"``, ``"fused_bias"``, ``"blockwise"``, ``"sdpa_bias"``,
+            ``"factorized_dense"`` force one where it applies, and so do the opt-in GPU paths
+            ``"triton"`` (needs triton; see docs/gpu.md) and ``"flex"`` (FlexAttention, torch >= 2.6).
             ``path`` says which one a forward pass in the layer's current mode and device runs.
     Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding.
     An empty batch or sequence gives an empty output, (0, seq, d_model) or (batch, 0, d_model).
@@ -78,7 +80,12 @@ class SynthesizerAttention(nn.Module):
         self.value = nn.Linear(d_model, d_model)
         self.out = nn.Linear(d_model, d_model)
         if impl not in ("auto", "reference") and choose_path(self.components, impl) != impl:
-            raise ValueError(f"impl={impl!r} does not apply to kind {self.kind!r}; use 'auto' or 'reference'")
+            applies_to = getattr(KERNELS[impl], "APPLIES_TO", None)
+            raise ValueError(f"impl={impl!r} does not apply to kind {self.kind!r}; use 'auto' or 'reference'"
+                             + (f" ({impl!r} computes {applies_to})" if applies_to else ""))
+        require = getattr(KERNELS.get(impl), "require", None)
+        if require is not None:  # an opt-in path's missing package: said now, not at the first forward
+            require()
         # Ask for the path once now, eagerly: a kernel's one-off check that its op works (fused_bias's
         # probe) then never first runs inside a torch.compile'd forward, where it is a graph break.
         self.path  # noqa: B018

@@ -26,6 +26,17 @@ group's vanilla is still learning or does not clearly beat its trivial predictor
 **The none floor.** Where a group trained ``none`` (no mixing between tokens), a variant whose loss against it
 is not wholly below 0 (the same interval as above) "does not use its attention": its table status says so
 (:func:`flag_unused_attention`, applied by ``tables.build_groups``) and so does every check that involves it.
+
+**The attention gate.** Where vanilla itself is not clearly better than ``none`` (:func:`uses_attention`, the rule
+above), the task measures nothing about attention: every check on it cannot tell, its reason first "attention
+contributes nothing measurable on this task" (:func:`gate_check`). Where the group trained no ``none`` this cannot
+be checked and every decided check is marked provisional first.
+
+**Attention's contribution.** Beside the kept share, every check and table gives each kind's share of vanilla's gain
+over ``none`` (:func:`attention_scale`, log scale for perplexity): "random keeps 91% [85%, 97%] of what vanilla's
+attention adds". The thresholds stay on the kept-share scale (the paper has no ``none``). A check whose interval
+straddles its threshold says about how many seeds would decide it (:func:`seeds_note`). The full rules, for users:
+docs/claims.md.
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data.generated import DIAGNOSTIC_CORPORA
-from .stats import DEFAULT_RESAMPLES, bootstrap_differences, per_example_of, t_interval
+from .stats import DEFAULT_RESAMPLES, SEEDS_CAP, bootstrap_differences, per_example_of, seeds_to_decide, t_interval
 from .tables import Group, Row, at_chance
 
 SUPPORTS, CONTRADICTS, CANNOT_TELL = "supports", "contradicts", "cannot tell"
@@ -90,6 +101,8 @@ class Check:
     verdict: str
     text: str
     brief: str = ""           # the text without the numbers' details, for one-line summaries ("" = text)
+    key: str = ""             # the group it checks ("" = none in particular): the attention gate applies by it
+    unchecked: str = ""       # why its task's use of attention is not checked ("no `none` trained"): provisional
 
 
 @dataclass
@@ -111,6 +124,8 @@ class Gap:
     note: str
     brief: str = ""           # "loss +35.7% [+20.1%, +51.0%]"
     how: str = ""             # how the interval was measured
+    per_seed: list[float] = field(default_factory=list)  # the paired per-seed losses of the t-interval, if any
+    over_examples: tuple[float, float] | None = None      # the bootstrap's interval over test examples, if any
 
 
 @dataclass
@@ -123,6 +138,7 @@ class Scale:
     log: bool                 # perplexity: phi = -ln x
     higher_is_better: bool
     gain: float = 0.0         # phi(vanilla) - phi(trivial), > 0 where the scale is defined
+    origin: float | None = None  # phi of the share's 0 when not phi(trivial): none's mean phi (attention_scale)
 
     def phi(self, x: float) -> float:
         if self.log:
@@ -130,7 +146,7 @@ class Scale:
         return x if self.higher_is_better else -x
 
     def share(self, phi: float) -> float:
-        return (phi - self.phi(self.trivial)) / self.gain
+        return (phi - (self.phi(self.trivial) if self.origin is None else self.origin)) / self.gain
 
 
 REASON_WIDTH = 140  # characters of a check's text in the one-line summary of a verdict
@@ -207,10 +223,11 @@ def scale_of(group: Group) -> Scale | Check:
     vanilla = group.row("vanilla")
     if vanilla is None or vanilla.metric_mean is None:
         why = "not in this run" if vanilla is None else f"has no metric ({vanilla.status})"
-        return Check(CANNOT_TELL, f"{group.key}: vanilla {why}, so there is no kept-share scale")
+        return Check(CANNOT_TELL, f"{group.key}: vanilla {why}, so there is no kept-share scale", key=group.key)
     trivial = trivial_score(group)
     if trivial is None:
-        return Check(CANNOT_TELL, f"{group.key}: no trivial predictor's score for {group.metric}, so no kept-share scale")
+        return Check(CANNOT_TELL, f"{group.key}: no trivial predictor's score for {group.metric}, so no kept-share scale",
+                     key=group.key)
     scale = Scale(group.metric, trivial[0], trivial[1], group.metric == "perplexity", group.higher_is_better)
     gains = [p - scale.phi(scale.trivial) for p in _phis(vanilla, scale).values()]
     scale.gain = statistics.fmean(gains)
@@ -218,7 +235,7 @@ def scale_of(group: Group) -> Scale | Check:
                or (len(gains) >= MIN_SEEDS and t_interval(gains).low <= 0))
     if unclear:
         return Check(CANNOT_TELL, f"{group.key}: vanilla's {group.metric} {vanilla.metric_mean:.4g} does not clearly "
-                                  f"beat {scale.why}, so the kept-share scale is undefined")
+                                  f"beat {scale.why}, so the kept-share scale is undefined", key=group.key)
     return scale
 
 
@@ -244,28 +261,32 @@ def _bootstrap(group: Group, row: Row, ref: Row, seeds: list[int]) -> tuple[np.n
     return diffs, a[both[0]][1].shape[0], len(both)
 
 
-def _interval(group: Group, scale: Scale, row: Row, ref: Row) -> tuple[float, float, str]:
-    """The 95% interval of the loss of ``row`` against ``ref`` and how it was measured."""
+def _interval(group: Group, scale: Scale, row: Row, ref: Row
+              ) -> tuple[float, float, str, list[float], tuple[float, float] | None]:
+    """The 95% interval of the loss of ``row`` against ``ref``, how it was measured, the paired per-seed
+    losses of its t-interval ([] without one) and the bootstrap's own interval (None without one)."""
     pr, pf = _phis(row, scale), _phis(ref, scale)
     seeds = sorted((set(pr) & set(pf)) - {None})
-    bounds, how = [], []
+    bounds, how, per_seed, over_examples = [], [], [], None
     if len(seeds) >= MIN_SEEDS:
-        iv = t_interval([(pf[s] - pr[s]) / scale.gain for s in seeds])
+        per_seed = [(pf[s] - pr[s]) / scale.gain for s in seeds]
+        iv = t_interval(per_seed)
         bounds.append((iv.low, iv.high))
         how.append(f"t-interval over {len(seeds)} paired seeds")
     boot = _bootstrap(group, row, ref, seeds)
     if boot is not None and not scale.log:  # per-example kinds are higher-is-better scores
         diffs, n, k = boot
         low, high = np.quantile(diffs / scale.gain, [0.025, 0.975])
-        bounds.append((float(low), float(high)))
+        over_examples = (float(low), float(high))
+        bounds.append(over_examples)
         how.append(f"paired bootstrap over {n} test examples ({BOOTSTRAP_RESAMPLES} resamples"
                    f"{f', {k} seeds' if k > 1 else ''})")
     if not bounds:
         n = min(len(pr), len(pf))
         reason = (f"{n} seed: no uncertainty measured" if n <= 1 else
                   f"{n} paired seeds: no uncertainty measured (a seed interval needs {MIN_SEEDS})")
-        return -math.inf, math.inf, reason + ", no per-example statistics"
-    return min(b[0] for b in bounds), max(b[1] for b in bounds), "95% " + " and ".join(how)
+        return -math.inf, math.inf, reason + ", no per-example statistics", [], None
+    return min(b[0] for b in bounds), max(b[1] for b in bounds), "95% " + " and ".join(how), per_seed, over_examples
 
 
 def _show(row: Row, group: Group, scale: Scale | None = None) -> str:
@@ -288,11 +309,11 @@ def quality_gap(group: Group, row: Row, ref: Row, scale: Scale) -> Gap | None:
             return Gap(-math.inf, -math.inf, -math.inf, f"{ref.kind} diverged, {row.kind} {_show(row, group, scale)}")
         return None
     value = scale.share(statistics.fmean(_phis(ref, scale).values())) - scale.share(statistics.fmean(_phis(row, scale).values()))
-    low, high, how = _interval(group, scale, row, ref)
+    low, high, how, per_seed, over_examples = _interval(group, scale, row, ref)
     shown = "" if not math.isfinite(low) else f" [{low:+.1%}, {high:+.1%}]"
     note = (f"{row.kind} {_show(row, group, scale)} vs {ref.kind} {_show(ref, group, scale)}, kept shares of vanilla's "
             f"gain over {scale.why}: loss {value:+.1%}{shown} ({how})")
-    return Gap(value, low, high, note, f"loss {value:+.1%}{shown}", how)
+    return Gap(value, low, high, note, f"loss {value:+.1%}{shown}", how, per_seed, over_examples)
 
 
 def slowdown(row: Row, ref: Row) -> Gap | None:
@@ -316,12 +337,14 @@ def _missing(group: Group, *kinds: str) -> Check | None:
     scored at chance (then their differences are noise, not signal)."""
     absent = [k for k in kinds if group.row(k) is None]
     if absent:
-        return Check(CANNOT_TELL, f"{group.key}: {', '.join(absent)} not in this run")
+        return Check(CANNOT_TELL, f"{group.key}: {', '.join(absent)} not in this run", key=group.key)
     if len(kinds) > 1 and all(_chance(group.row(k)) for k in kinds):
-        return Check(CANNOT_TELL, f"{group.key}: {' and '.join(kinds)} {'both' if len(kinds) == 2 else 'all'} score at chance ({group.chance.get('why', '')})")
+        return Check(CANNOT_TELL, f"{group.key}: {' and '.join(kinds)} {'both' if len(kinds) == 2 else 'all'} score at "
+                                  f"chance ({group.chance.get('why', '')})", key=group.key)
     no_metric = [k for k in kinds if group.row(k).metric_mean is None and not group.row(k).status.startswith("diverged")]
     if no_metric:
-        return Check(CANNOT_TELL, f"{group.key}: no metric for {', '.join(no_metric)} ({group.row(no_metric[0]).status})")
+        return Check(CANNOT_TELL, f"{group.key}: no metric for {', '.join(no_metric)} ({group.row(no_metric[0]).status})",
+                     key=group.key)
     return None
 
 
@@ -334,7 +357,8 @@ def _quality_gap(group: Group, kind: str, ref: str) -> Gap | Check:
     if isinstance(scale, Check):
         return scale
     gap = quality_gap(group, group.row(kind), group.row(ref), scale)
-    return gap if gap is not None else Check(CANNOT_TELL, f"{group.key}: {kind} vs {ref}: no comparable metric")
+    return gap if gap is not None else Check(CANNOT_TELL, f"{group.key}: {kind} vs {ref}: no comparable metric",
+                                             key=group.key)
 
 
 def _gap_check(group: Group, kind: str, ref: str, threshold: float, what: str, judge=judge_at_most) -> Check:
@@ -346,9 +370,13 @@ def _gap_check(group: Group, kind: str, ref: str, threshold: float, what: str, j
     # a verdict on a task whose vanilla is still learning (report.learning) stands, flagged first in its reason
     provisional = group.learning.provisional if group.learning is not None else ""
     where = f"{group.key}: {provisional}; " if provisional else f"{group.key}: "
-    brief = f"{where}{kind} vs {ref}: {gap.brief or gap.note}; {need}{f' ({gap.how})' if gap.how else ''}"
-    return Check(judge(gap, threshold), f"{where}{gap.note}; {what}{_attention_use_note(group, kind, ref)}",
-                 brief)
+    verdict = judge(gap, threshold)
+    contribution = _contribution_note(group, kind, ref, gap)
+    seeds = seeds_note(gap, threshold) if verdict == CANNOT_TELL else ""
+    brief = (f"{where}{kind} vs {ref}: {gap.brief or gap.note}; {need}{f' ({gap.how})' if gap.how else ''}"
+             f"{f'; {seeds}' if seeds else ''}")
+    return Check(verdict, f"{where}{gap.note}{f'; {contribution}' if contribution else ''}; {what}"
+                          f"{f'; {seeds}' if seeds else ''}{_attention_use_note(group, kind, ref)}", brief, group.key)
 
 
 def _faster_check(group: Group, kind: str, ref: str) -> Check:
@@ -357,9 +385,9 @@ def _faster_check(group: Group, kind: str, ref: str) -> Check:
         return missing
     gap = slowdown(group.row(kind), group.row(ref))
     if gap is None:
-        return Check(CANNOT_TELL, f"{group.key}: no training speed for {kind} or {ref}")
+        return Check(CANNOT_TELL, f"{group.key}: no training speed for {kind} or {ref}", key=group.key)
     # faster = slowdown < 0, i.e. slowdown <= 0 with the margin
-    return Check(judge_at_most(gap, 0.0), f"{group.key}: {gap.note}; needs {kind} faster")
+    return Check(judge_at_most(gap, 0.0), f"{group.key}: {gap.note}; needs {kind} faster", key=group.key)
 
 
 # ----------------------------------------------------------------------------- the `none` floor
@@ -381,16 +409,193 @@ def attention_use_gap(group: Group, kind: str) -> Gap | None:
     return quality_gap(group, row, floor, scale)
 
 
+def uses_attention(group: Group, kind: str) -> bool | None:
+    """Is ``kind`` clearly better than ``none`` (the whole 95% interval of its loss against none below 0, as
+    the claims' "better" checks)? None where the group has no ``none`` row or either has no metric. The one
+    rule behind the tables' flag and the claims' attention gate."""
+    gap = attention_use_gap(group, kind)
+    # strictly below 0: identical predictions give a bootstrap interval of exactly [0, 0], which is no gain
+    return None if gap is None else gap.high < 0.0
+
+
 def flag_unused_attention(group: Group) -> None:
-    """Mark every row not clearly better than ``none`` (the whole 95% interval of its loss against none
-    below 0, as the claims' "better" checks): ``ignores_attention`` and a status note. Only where the
-    group trained ``none``."""
+    """Mark every row not clearly better than ``none`` (:func:`uses_attention`): ``ignores_attention`` and a
+    status note. Only where the group trained ``none``."""
     for row in group.rows:
-        gap = attention_use_gap(group, row.kind)
-        if gap is not None and judge_at_most(gap, 0.0) != SUPPORTS:
+        if uses_attention(group, row.kind) is False:
             row.ignores_attention = True
             if NO_ATTENTION_USE not in row.status:
                 row.status = f"{row.status}; {NO_ATTENTION_USE}"
+
+
+# ----------------------------------------------------------------------------- attention's contribution
+
+NOTHING_MEASURABLE = "attention contributes nothing measurable on this task"
+NO_NONE = f"no `{NONE_KIND}` trained"
+NOT_CHECKED = "so whether attention contributes anything on this task is not checked"
+NO_NONE_PROVISIONAL = f"provisional: {NO_NONE}, {NOT_CHECKED}"
+
+
+def attention_scale(group: Group) -> Scale | None:
+    """The scale of attention's contribution: ``share(x) = (phi(x) - phi(none)) / (phi(vanilla) - phi(none))``,
+    phi of each the mean over its ok seeds (log scale for perplexity, as the kept share). None without
+    ``none`` or vanilla metrics, or where vanilla is not better than ``none`` on average (no gain to share)."""
+    vanilla, floor = group.row("vanilla"), group.row(NONE_KIND)
+    if vanilla is None or floor is None or vanilla.metric_mean is None or floor.metric_mean is None:
+        return None
+    scale = Scale(group.metric, floor.metric_mean, f"{NONE_KIND} (no mixing)", group.metric == "perplexity",
+                  group.higher_is_better)
+    scale.origin = statistics.fmean(_phis(floor, scale).values())
+    scale.gain = statistics.fmean(_phis(vanilla, scale).values()) - scale.origin
+    return scale if scale.gain > 0 else None
+
+
+@dataclass
+class Share:
+    """A kind's share of one of vanilla's gains, with the 95% interval of its paired loss against vanilla."""
+
+    value: float
+    low: float               # -inf / inf: nothing measured
+    high: float
+
+    def text(self) -> str:
+        measured = math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high
+        shown = f" [{self.low:.0%}, {self.high:.0%}]" if measured else ""
+        return f"{self.value:.0%}{shown}"
+
+
+def share_of(group: Group, kind: str, scale: Scale) -> Share | None:
+    """``kind``'s share of vanilla's gain on ``scale`` (kept share: :func:`scale_of`; attention's: :func:`attention_scale`),
+    its interval ``1 -`` that of its loss against vanilla (the claims' interval); None without a metric."""
+    row, vanilla = group.row(kind), group.row("vanilla")
+    if row is None or vanilla is None or row.metric_mean is None or vanilla.metric_mean is None:
+        return None
+    value = scale.share(statistics.fmean(_phis(row, scale).values()))
+    if kind == "vanilla":
+        return Share(1.0, 1.0, 1.0)
+    low, high, *_ = _interval(group, scale, row, vanilla)
+    return Share(value, 1.0 - high, 1.0 - low)
+
+
+def put_shares(group: Group) -> None:
+    """Each row's ``kept`` (share of vanilla's gain over the trivial predictor) and ``attention_share`` (of
+    vanilla's gain over ``none``), where the scales are defined; the latter only where vanilla clearly beats none."""
+    scale = scale_of(group)
+    attention = attention_scale(group) if uses_attention(group, "vanilla") else None
+    for row in group.rows:
+        row.kept = None if isinstance(scale, Check) else share_of(group, row.kind, scale)
+        row.attention_share = None if attention is None else share_of(group, row.kind, attention)
+
+
+def _contribution_note(group: Group, kind: str, ref: str, gap: Gap) -> str:
+    """"random keeps 91% [85%, 97%] of what vanilla's attention adds (its gain over none)": the loss ``gap``
+    re-expressed in units of vanilla's gain over ``none`` (both intervals are linear in the unit, so the
+    kept share's interval rescales exactly); "" where vanilla does not clearly beat ``none`` or is absent."""
+    attention, scale = attention_scale(group), scale_of(group)
+    if attention is None or isinstance(scale, Check) or not uses_attention(group, "vanilla"):
+        return ""
+    if not (math.isfinite(gap.value) and math.isfinite(gap.low) and math.isfinite(gap.high)):
+        return ""
+    unit = scale.gain / attention.gain
+    value, low, high = gap.value * unit, gap.low * unit, gap.high * unit
+    adds = f"of what vanilla's attention adds (its gain over {NONE_KIND})"
+    if ref == "vanilla":
+        return f"{kind} keeps {Share(1 - value, 1 - high, 1 - low).text()} {adds}"
+    kept = {k: attention.share(statistics.fmean(_phis(group.row(k), attention).values())) for k in (kind, ref)}
+    return (f"{kind} keeps {kept[kind]:.0%} and {ref} {kept[ref]:.0%} {adds}: a loss of {value:+.1%} "
+            f"[{low:+.1%}, {high:+.1%}] of it")
+
+
+def seeds_note(gap: Gap, threshold: float) -> str:
+    """For an interval that straddles ``threshold``: about how many seeds would decide, from the paired
+    per-seed losses (their mean and spread held), or "" where there are none."""
+    if len(gap.per_seed) < 2:
+        return ""
+    n = seeds_to_decide(gap.per_seed, threshold)
+    if n is None:
+        return "no number of seeds would decide: the mean is on the threshold"
+    if n > SEEDS_CAP:
+        return f"more than {SEEDS_CAP} seeds would be needed to decide"
+    if n <= len(gap.per_seed):  # the seeds decide; the interval over test examples is the wider one
+        return "the seeds alone decide; the interval over test examples does not"
+    text = f"about {n} seeds would decide, if the mean and spread of these {len(gap.per_seed)} held"
+    if gap.over_examples is not None and gap.over_examples[0] <= threshold <= gap.over_examples[1]:
+        text += " (the seed interval; the one over test examples straddles the threshold too)"
+    return text
+
+
+def attention_gate(group: Group) -> tuple[bool | None, str, str]:
+    """Does attention matter on this task? ``(use, reason, brief)``: (True, "", "") where vanilla clearly beats
+    ``none``; (False, "attention contributes nothing measurable on this task (vanilla vs none: ...)", the same
+    with the interval only) where it does not; (None, "provisional: no `none` trained, so ... not checked",
+    "no `none` trained") where it cannot be checked (or: `none` or vanilla has no metric)."""
+    use = uses_attention(group, "vanilla")
+    vanilla, floor = group.row("vanilla"), group.row(NONE_KIND)
+    if use is None:
+        if floor is None:
+            why = NO_NONE
+        elif floor.metric_mean is None:
+            why = f"`{NONE_KIND}` has no metric ({floor.status})"
+        else:
+            why = "vanilla not in this run" if vanilla is None else f"vanilla has no metric ({vanilla.status})"
+        return None, f"provisional: {why}, {NOT_CHECKED}", why
+    if use:
+        return True, "", ""
+    gap = attention_use_gap(group, "vanilla")
+    scale = scale_of(group)
+    if isinstance(scale, Check):  # no kept-share unit: the raw scores say it
+        detail = brief = f"{_show(vanilla, group)} vs {_show(floor, group)}"
+    else:
+        detail = f"{_show(vanilla, group, scale)} vs {_show(floor, group, scale)}: {gap.brief or gap.note} ({gap.how})"
+        brief = gap.brief or gap.note
+        seeds = seeds_note(gap, 0.0)
+        detail += f"; {seeds}" if seeds else ""
+    return (False, f"{NOTHING_MEASURABLE} (vanilla vs {NONE_KIND}: {detail})",
+            f"{NOTHING_MEASURABLE} (vanilla vs {NONE_KIND}: {brief})")
+
+
+def gate_check(check: Check, group: Group, gate: tuple[bool | None, str, str] | None = None) -> Check:
+    """``check`` under its group's attention gate (``gate``: :func:`attention_gate` of the group, if known):
+    "cannot tell" with the reason first where attention contributes nothing measurable; a decided check
+    marked provisional first where it cannot be checked (no ``none`` trained)."""
+    use, reason, short = gate or attention_gate(group)
+    if use or check.key != group.key:
+        return check
+    rest = check.text.removeprefix(f"{group.key}: ")
+    if use is False:
+        return Check(CANNOT_TELL, f"{group.key}: {reason}; {rest}", f"{group.key}: {short}", group.key)
+    if check.verdict == CANNOT_TELL:
+        return check
+    brief = (check.brief or check.text).removeprefix(f"{group.key}: ")
+    # one "provisional:" first, naming every reason (the learning facts' own come after)
+    if rest.startswith("provisional: "):
+        text = f"{reason}, and {rest.removeprefix('provisional: ')}"
+        brief = f"provisional: {short}, {brief.removeprefix('provisional: ')}"
+    else:
+        text, brief = f"{reason}; {rest}", f"provisional: {short}; {brief}"
+    return Check(check.verdict, f"{group.key}: {text}", f"{group.key}: {brief}", group.key, unchecked=short)
+
+
+def verdict_label(verdict: Verdict) -> str:
+    """"supports", or "supports (provisional: no `none` trained)" where a deciding check rests on a task whose use
+    of attention is not checked: the label the claims table and the closing summary show."""
+    why = next((c.unchecked for c in verdict.checks if c.verdict == verdict.verdict and c.unchecked), "")
+    return f"{verdict.verdict} (provisional: {why})" if why and verdict.verdict != CANNOT_TELL else verdict.verdict
+
+
+def attention_notes(groups: list[Group]) -> list[str]:
+    """What the claims say first: each judged task where attention contributes nothing measurable (its verdicts
+    cannot tell) and each without ``none`` (its verdicts provisional)."""
+    notes = []
+    for group in groups:
+        if group.data in DIAGNOSTIC_CORPORA:
+            continue
+        use, reason, _ = attention_gate(group)
+        if use is False:
+            notes.append(f"{group.key}: {reason}; every check on it cannot tell")
+        elif use is None:
+            notes.append(f"{group.key}: {reason}; its verdicts below are provisional")
+    return notes
 
 
 def _attention_use_note(group: Group, *kinds: str) -> str:
@@ -449,7 +654,7 @@ def claim3(groups: list[Group]) -> Verdict:
                 fewer = a.params_attention < b.params_attention
                 checks.append(Check(SUPPORTS if fewer else CONTRADICTS,
                                     f"{g.key}: attention parameters {fact} {a.params_attention:,} vs {full} "
-                                    f"{b.params_attention:,}; needs fewer"))
+                                    f"{b.params_attention:,}; needs fewer", key=g.key))
             checks.append(_faster_check(g, fact, full))
     return Verdict(3, "Factorized variants lose a little quality, use fewer parameters, and run faster.",
                    f"On every task, factorized_random against random and factorized_dense against dense: a loss of at "
@@ -520,7 +725,7 @@ def claim7(groups: list[Group]) -> Verdict:
             continue
         others = [r for r in g.rows if r.kind != "random+vanilla" and r.metric_mean is not None]
         if not others:
-            checks.append(Check(CANNOT_TELL, f"{g.key}: no other variant to rank random+vanilla against"))
+            checks.append(Check(CANNOT_TELL, f"{g.key}: no other variant to rank random+vanilla against", key=g.key))
             continue
         best = max(others, key=lambda r: r.metric_mean if g.higher_is_better else -r.metric_mean)
         checks.append(_gap_check(g, "random+vanilla", best.kind, 0.0,
@@ -545,9 +750,12 @@ def evaluate_claims(groups: list[Group]) -> list[Verdict]:
     """The verdict on every claim, with the checks (and numbers) behind it. The diagnostics are left out:
     they were built to show where input-independent attention must fail (recall), which no claim is about."""
     judged = [g for g in groups if g.data not in DIAGNOSTIC_CORPORA]
+    by_key = {g.key: g for g in judged}
+    gates = {g.key: attention_gate(g) for g in judged}
     verdicts = []
     for rule in CLAIMS:
         v = rule(judged)
+        v.checks = [gate_check(c, by_key[c.key], gates[c.key]) if c.key in by_key else c for c in v.checks]
         if groups and not judged:
             v.checks = [Check(CANNOT_TELL, "not judged on the diagnostics, which probe what the paper's tasks leave "
                                            "out (content-based lookup); see the tables")]

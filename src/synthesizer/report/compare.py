@@ -6,7 +6,8 @@
 
 Runs live in ``OUT/runs/<task>-<data>/<kind>/seed<k>/``. A run whose ``result.json`` exists is
 read back, not retrained; a folder left by an interrupted run is resumed (``run_experiment(resume=True)``),
-so running the same command again finishes an interrupted comparison. A run recorded as finished in
+so running the same command again finishes an interrupted comparison, and running it with a larger
+``--seeds N`` adds seeds up to N-1 (only those train) and writes the report over all of them. A run recorded as finished in
 ``OUT/results.json`` whose folder is gone counts as done too, so a comparison spread over machines
 resumes from its ``results.json`` alone (the folders, with their checkpoints, need not travel; a run's
 attention maps are taken into ``results.json`` as soon as the first seed of its kind finishes). A
@@ -41,6 +42,7 @@ import signal
 import statistics
 import sys
 import time
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -48,7 +50,7 @@ from typing import Callable
 from ..errors import check_out_dir, path_component
 from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
-from .claims import GLUE_DATA, GLUE_TASK, evaluate_claims, trivial_key, verdict_reason
+from .claims import GLUE_DATA, GLUE_TASK, attention_notes, evaluate_claims, trivial_key, verdict_label, verdict_reason
 from .document import build_report, minutes
 from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, sized_tasks, steps_overrides, task_overrides
 from .results import FILENAME, empty_results, load_results, merge_results, put_run, run_key, save_results
@@ -205,10 +207,12 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
             pretrained = _pretrain(pretrain, needed, out, results, run_fn, jobs, threads, log)
             interrupted = pretrained is None
             plan = [] if interrupted else _from_pretrained(plan, pretrained, results, out)
-        pace = Pace(len(plan))
+        pace, warned = Pace(len(plan)), Warned(log)
         with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
             for done, (base, kind, seed, run_dir), record, took in runs:
                 where = f"[{done}/{len(plan)}] {group_key(base.task, data_name(base))} {kind} seed{seed}"
+                if record is not None:
+                    warned(record, group_key(base.task, data_name(base)))
                 if record is None:
                     log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
                     interrupted = True
@@ -263,10 +267,12 @@ def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_
     plan = [(cfg, kind, seed, run_folder(out, cfg, kind, seed)) for kind, seed in needed]
     done_runs: dict = {}
     kept = {(r["attention"], r.get("seed", 0)): r for r in results.get("pretraining", [])}
-    pace = Pace(len(plan))
+    pace, warned = Pace(len(plan)), Warned(log)
     with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
         for done, (_, kind, seed, run_dir), record, took in runs:
             where = f"[pretraining {done}/{len(plan)}] {key} {kind} seed{seed}"
+            if record is not None:
+                warned(record, key)
             if record is None:
                 log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
                 return None
@@ -485,15 +491,40 @@ def _run_one(cfg, kind: str, seed: int, run_dir: Path, run_fn: Callable,
     t0 = time.perf_counter()
     resume = run_dir.is_dir() and any(run_dir.iterdir())
     run_cfg = dataclasses.replace(cfg.with_attention(kind), seed=seed)
-    try:
-        result = run_fn(run_cfg, run_dir, resume=resume, progress=progress)
-    except KeyboardInterrupt:
-        raise
-    except Exception as e:  # one broken variant must not stop the comparison; the report lists it
-        return _failure(cfg, kind, seed, f"{type(e).__name__}: {e}"), time.perf_counter() - t0
-    if "test_metrics" not in result:  # stopped by a signal: the checkpoint is there, resume next time
+    # the run's warnings go back with its record (it may train in a child process): the comparison prints
+    # each distinct one once (Warned), not once per run, e.g. a split's truncated sequences
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            result = run_fn(run_cfg, run_dir, resume=resume, progress=progress)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # one broken variant must not stop the comparison; the report lists it
+            result = _failure(cfg, kind, seed, f"{type(e).__name__}: {e}")
+    if "test_metrics" not in result and "error" not in result:  # stopped by a signal: resume next time
         return None, time.perf_counter() - t0
+    said = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+    if said:
+        result[WARNINGS_KEY] = said
     return result, time.perf_counter() - t0
+
+
+WARNINGS_KEY = "_warnings"  # a run record's warnings on their way to Warned (never saved)
+
+
+class Warned:
+    """Prints each distinct warning of a comparison's runs once per group (task and data), where the runs
+    repeat it: a warning about a split's data (its text names the corpus and split) comes once, not once per
+    kind and seed."""
+
+    def __init__(self, log: Callable[[str], None]):
+        self.log, self.seen = log, set()
+
+    def __call__(self, record: dict, where: str) -> None:
+        """Take the warnings out of ``record`` and print the new ones, each under ``where`` (the group key)."""
+        for text in record.pop(WARNINGS_KEY, []):
+            if (where, text) not in self.seen:
+                self.seen.add((where, text))
+                self.log(f"{where}: {text}")
 
 
 def _check_same_config(record: dict, cfg, where: Path) -> None:
@@ -598,8 +629,10 @@ def print_tables(results: dict, log: Callable[[str], None] = print) -> None:
     for group in pretraining + groups:  # did vanilla learn: the facts the verdicts below rest on
         if group.learning is not None:
             log(group.learning.summary())
+    for note in attention_notes(groups):  # what the verdicts rest on: does attention matter on each task
+        log(f"attention: {note}")
     for v in evaluate_claims(groups):
-        log(f"claim {v.number}: {v.verdict}: {verdict_reason(v)}")
+        log(f"claim {v.number}: {verdict_label(v)}: {verdict_reason(v)}")
 
 
 def render(folders: list[str], out: str | None = None, log: Callable[[str], None] = print, command: str = "") -> dict:
@@ -628,7 +661,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"attention kinds to train (default: {' '.join(DEFAULT_KINDS)})")
     p.add_argument("--baselines", nargs="*", metavar="NAME",
                    help="baselines to train as well (linformer, lightconv, dynamicconv; default: the preset's)")
-    p.add_argument("--seeds", type=int, default=1, help="seeds per variant (0..N-1)")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="seeds per variant (0..N-1); on a folder of an earlier comparison only the missing seeds train")
     p.add_argument("--out", help="comparison folder (default: runs/compare-<preset>-<size>)")
     p.add_argument("--steps", type=int, help="training steps per run (scales eval/warm-up to fit)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import plots
 from .claims import (CANNOT_TELL, CONTRADICTS, MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, SUPPORTS,
-                     Verdict, evaluate_claims)
+                     Verdict, attention_notes, evaluate_claims, verdict_label)
 from .render import Block, write_report
 from .results import save_results
 from .tables import Group, build_groups, group_key, group_label, table_rows
@@ -120,7 +120,9 @@ def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder
     return blocks
 
 
-def _claim_blocks(verdicts: list[Verdict]) -> list[Block]:
+def _claim_blocks(verdicts: list[Verdict], notes: list[str] = ()) -> list[Block]:
+    """The claims section: ``notes`` (:func:`claims.attention_notes`: where attention matters) first, then the
+    rules, the verdicts' table and every check."""
     blocks: list[Block] = [
         ("h2", "The paper's claims"),
         ("p", "Each claim of the paper is checked by an explicit rule over the tables above. Quality is compared "
@@ -138,8 +140,19 @@ def _claim_blocks(verdicts: list[Verdict]) -> list[Block]:
               f"{SPEED_TOLERANCE:.0%} timing tolerance (or the seed spread if larger). These are small CPU models "
               "trained for minutes: a verdict is about this run, not about the paper's full-size setting. The "
               "diagnostics (diag-*) are not judged: they probe content-based lookup, which no claim is about."),
-        ("table", ["claim", "verdict"], [[f"{v.number}. {v.claim}", f"**{_MARK[v.verdict]}**"] for v in verdicts]),
+        ("p", f"**Where attention matters.** A claim is about what attention contributes, so it is judged only on a "
+              f"task where vanilla is clearly better than `{NONE_KIND}` (no mixing between tokens; the rule of the "
+              f"**{NO_ATTENTION_USE}** flag): elsewhere every check **cannot tell**. Without `{NONE_KIND}` this is not "
+              "checked and the verdicts are **provisional**. Beside the kept share, each check gives a kind's share "
+              f"of vanilla's gain over `{NONE_KIND}` (\"keeps 91% [85%, 97%] of what vanilla's attention adds\"); the "
+              "thresholds stay on the kept-share scale. Where an interval straddles its threshold, the check says "
+              "about how many seeds would decide it if the mean and spread held."),
     ]
+    if notes:
+        blocks.append(("list", [f"**{n.split(': ', 1)[0]}**: {n.split(': ', 1)[1]}" for n in notes]))
+    blocks.append(("table", ["claim", "verdict"],
+                   [[f"{v.number}. {v.claim}", f"**{_MARK[v.verdict]}**{verdict_label(v)[len(v.verdict):]}"]
+                    for v in verdicts]))
     for v in verdicts:
         blocks += [("h3", f"Claim {v.number}: {_MARK[v.verdict]}"), ("p", v.claim), ("p", f"Rule: {v.rule}"),
                    ("list", [f"{_MARK[c.verdict]}: {c.text}" for c in v.checks])]
@@ -164,7 +177,7 @@ def build_report(results: dict, folder: str | Path) -> tuple[Path, Path]:
         runs = [r for r in results["runs"] if group_key(r["task"], r["data"]) == group.key]
         blocks += _group_blocks(group, runs, results.get("attention", {}).get(group.key, {}),
                                 group_label(group, results.get("labels", {})), folder)
-    blocks += _claim_blocks(evaluate_claims(groups))
+    blocks += _claim_blocks(evaluate_claims(groups), attention_notes(groups))
     blocks += [("h2", "Raw data"),
                ("p", "`results.json` holds every run's raw record (config, test and validation metrics, curves, "
                      "mixture weights, parameters, timings) and the attention maps drawn above. Re-render or merge "

@@ -73,6 +73,26 @@ def paired_t_interval(a: Sequence[float], b: Sequence[float], confidence: float 
     return t_interval([x - y for x, y in zip(a, b)], confidence)
 
 
+SEEDS_CAP = 100  # seeds_to_decide searches no further: beyond it, "more than SEEDS_CAP"
+
+
+def seeds_to_decide(values: Sequence[float], threshold: float, cap: int = SEEDS_CAP) -> int | None:
+    """About how many paired seeds would put the t-interval of the mean of ``values`` (per-seed differences)
+    wholly on one side of ``threshold``, if their mean and sample std stayed as observed: the smallest
+    n >= 2 with ``t(n-1) * std / sqrt(n) < |mean - threshold|``. None when no number would (the mean is on
+    the threshold); ``cap + 1`` when more than ``cap`` would be needed."""
+    if len(values) < 2:
+        raise ValueError(f"a seed spread needs at least 2 values, got {len(values)}")
+    distance = abs(statistics.fmean(values) - threshold)
+    if distance == 0.0:
+        return None
+    spread = statistics.stdev(values)
+    for n in range(2, cap + 1):  # the t quantile depends on n too: no closed form, so count up
+        if t_quantile(n - 1) * spread / math.sqrt(n) < distance:
+            return n
+    return cap + 1
+
+
 # ----------------------------------------------------------------------------- per-example statistics
 
 def corpus_bleu_from_stats(sums: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from .presets import DEFAULT_KINDS
 
 if TYPE_CHECKING:
+    from .claims import Share
     from .learning import Learning
 
 # A variant "scored at chance" when it did no better than a trivial predictor:
@@ -54,6 +55,8 @@ class Row:
     per_example: list[dict | None] = field(default_factory=list)  # each record's "per_example" (None: absent)
     baselines: dict = field(default_factory=dict)  # trivial predictors' test scores (the records' "baselines")
     ignores_attention: bool = False  # not clearly better than the group's `none` row (claims.flag_unused_attention)
+    kept: Share | None = None             # share of vanilla's gain over the trivial predictor (claims.put_shares)
+    attention_share: Share | None = None  # share of vanilla's gain over `none`: what its attention adds
 
 
 @dataclass
@@ -131,7 +134,7 @@ def build_groups(runs: list[dict]) -> list[Group]:
     Where the group trained ``none`` (no mixing between tokens), a row not clearly better than it gets the
     status note "does not use its attention", by the claims' interval rule. Each group also gets ``learning``:
     whether its vanilla flattened and beat the trivial predictors."""
-    from .claims import flag_unused_attention  # the interval rule lives with the claims, which import this module
+    from .claims import flag_unused_attention, put_shares  # the interval rules live with the claims, which import this module
     from .learning import vanilla_learning
 
     by_group: dict[str, list[dict]] = {}
@@ -149,6 +152,7 @@ def build_groups(runs: list[dict]) -> list[Group]:
         group = Group(key, first["task"], first["data"], metric, higher, rows, chance)
         _relative(group)
         flag_unused_attention(group)
+        put_shares(group)
         group.learning = vanilla_learning(group, group_runs)
         groups.append(group)
     return groups
@@ -257,13 +261,15 @@ def _fmt_ratio(x: float | None) -> str:
 def table_rows(group: Group) -> tuple[list[str], list[list[str]]]:
     """Header and cells of a group's table (the same cells go to markdown, HTML and stdout)."""
     direction = "higher is better" if group.higher_is_better else "lower is better"
-    header = ["attention", f"test {group.metric} ({direction})", "Δ vs vanilla", "params", "attention params",
+    header = ["attention", f"test {group.metric} ({direction})", "Δ vs vanilla", "kept share (vs trivial)",
+              "of attention's gain (vs none)", "params", "attention params",
               f"train {speed_unit(group.task)}/s", "train time", "seeds", "status"]
     cells = []
     for r in group.rows:
         rel = "" if r.rel_metric is None else f"{r.rel_metric * 100:+.1f}%"
         cells.append([
             r.kind, fmt_metric(r.metric_mean, r.metric_std, group.metric), rel,
+            "" if r.kept is None else r.kept.text(), "" if r.attention_share is None else r.attention_share.text(),
             fmt_count(r.params_total) + _fmt_ratio(r.rel_params_total),
             fmt_count(r.params_attention) + _fmt_ratio(r.rel_params_attention),
             ("n/a" if r.tokens_per_s is None else f"{r.tokens_per_s:,.0f}") + _fmt_ratio(r.rel_speed),

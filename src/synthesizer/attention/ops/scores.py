@@ -4,12 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
 # Batch-shared additive logits kept as terms: ((w_c or None, B_c), ...), each B_c (H, n, n) (e.g. R of a
 # random synthesizer) and w_c its mixture weight, broadcastable to (H, 1, 1) (one per head, or one in
 # all), or None for weight 1. Kernels that take the terms apart form the sum block by block.
 Terms = tuple[tuple[Tensor | None, Tensor], ...]
+
+
+def kernel_dtype(t: Tensor) -> torch.dtype:
+    """The dtype a kernel that runs its own products (triton, flex) computes in: autocast's where
+    autocast is on for t's device (q may have come out of a product with a float32 mixture weight,
+    dense's k is its float32 key matrix), else t's. (Both callers need torch >= 2.6, which takes
+    the device type in these calls.)"""
+    device = t.device.type
+    if torch.is_autocast_enabled(device):
+        return torch.get_autocast_dtype(device)
+    return t.dtype
 
 
 def as_terms(bias: Tensor | Terms | None) -> Terms:

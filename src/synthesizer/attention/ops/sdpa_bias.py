@@ -59,6 +59,10 @@ def sdpa_bias_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, padding: 
         # gradient; the plain formula's empty products keep the graph: zero gradients, as on every path
         return torch.softmax(q @ k.transpose(-1, -2) + mask, dim=-1) @ v
     qf, kf, vf = fold(q, k, v, padding, multiple=HEAD_MULTIPLE)
+    if mask.requires_grad and not (qf.requires_grad or kf.requires_grad or vf.requires_grad):
+        # The memory-efficient kernel's backward crashed when only the mask needed a gradient
+        # (pytorch/pytorch#148476, fixed in later releases): a v that asks for one (dropped) avoids it.
+        vf = vf.detach().requires_grad_(True)
     with _backends(q.device):
         out = F.scaled_dot_product_attention(qf, kf, vf, attn_mask=mask, dropout_p=dropout, scale=1.0)
     out = out[..., :dv]

@@ -78,6 +78,11 @@ class _SharedSoftmaxProduct(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out, grad_den):
         probs, columns, keep = ctx.saved_tensors
+        columns_dtype = columns.dtype
+        if columns_dtype != probs.dtype:  # autocast: a float32 R beside bfloat16 values; no autocast here
+            columns, grad_out = columns.to(probs.dtype), grad_out.to(probs.dtype)
+            keep = None if keep is None else keep.to(probs.dtype)
+            grad_den = None if grad_den is None else grad_den.to(probs.dtype)
         n = probs.shape[1]
         blocks = row_blocks(n, ctx.causal_block) if ctx.causal_block else [(0, n)]
         if len(blocks) == 1:
@@ -86,6 +91,7 @@ class _SharedSoftmaxProduct(torch.autograd.Function):
             grad_columns = columns.new_empty(columns.shape)
             for s, e in blocks:
                 grad_columns[:, s:e] = torch.bmm(probs[:, s:, s:e].transpose(1, 2), grad_out[:, s:])
+        grad_columns = grad_columns.to(columns_dtype)
         if not ctx.needs_input_grad[0]:  # fixed_random: nothing to learn in the logits
             return None, grad_columns, None, None
         if not ctx.causal_block:
