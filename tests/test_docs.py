@@ -29,7 +29,7 @@ NOT_RUN_REASONS = (
 )
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(?P<reason>.+?)\s*-->$")
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<lang>[^\s`]*)")
-EXAMPLE_TIMEOUT_S = 90
+EXAMPLE_TIMEOUT_S = 240  # a safety net for a hung example, far above their few seconds of CPU
 
 
 @dataclass
