@@ -129,3 +129,14 @@ def test_mkdocs_build_strict(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     assert (tmp_path / "site" / "index.html").is_file()
     assert (tmp_path / "site" / "variants" / "index.html").is_file()
+
+
+def test_home_page_links_are_relative_to_docs():
+    pytest.importorskip("mkdocs")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from mkdocs_home import home_page
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    readme = '[guide](docs/variants.md) ![map](docs/demo/attention.png) <img src="docs/a.png"> [site](https://x.org/docs/y)'
+    assert home_page(readme) == '[guide](variants.md) ![map](demo/attention.png) <img src="a.png"> [site](https://x.org/docs/y)'
