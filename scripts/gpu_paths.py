@@ -8,8 +8,8 @@ layer against the reference, then forward+backward time and peak memory of the l
     python scripts/gpu_paths.py check --device cpu --tiny --out DIR   # a smoke run at toy sizes on CPU
 
 ``check`` compares each path that can run on the device (``impl=`` forced: sdpa_bias, triton, flex,
-fused, shared, blockwise) with ``impl="reference"`` holding the same weights, padded (an example
-padded at the end, one at the start) and ragged, bidirectional and causal: in float32 (TF32 off)
+fused, shared, blockwise) with ``impl="reference"`` holding the same weights, padded (examples
+padded at the end by different amounts, one almost wholly) and ragged, bidirectional and causal: in float32 (TF32 off)
 within ``F32_TOL``, in bfloat16 within ``BF16_SLACK`` times the bfloat16 reference's own error against
 float32 plus eps; every output and gradient must be finite. It writes check.jsonl and check.md and
 exits 1 if any case fails. ``time`` writes timing.jsonl and timing.md (medians, ratios to the
@@ -79,10 +79,11 @@ def check_cases(kinds: list[str]) -> list[tuple[str, str]]:
 
 
 def _padding(batch: int, n: int, device: torch.device) -> torch.Tensor:
-    """Example 0 unpadded, 1 padded at the end, 2 (and on) at the start: causal rows without a key."""
+    """Example 0 unpadded, 1 padded at the end, 2 (and on) all but their first 3 tokens padded. Inputs
+    are left-aligned (the layer refuses padding before a real token), so padding is on the right."""
     mask = torch.zeros(batch, n, dtype=torch.bool)
     mask[1, n - max(2, n // 8):] = True
-    mask[2:, :3] = True
+    mask[2:, 3:] = True
     return mask.to(device)
 
 

@@ -17,7 +17,9 @@ from test_attention_fastpaths import B, D, H, L, assert_grads_close, pair, rel_e
 from test_attention_ops_sdpa_bias import padding
 from tolerances import LAYER
 
-pytestmark = pytest.mark.skipif(not flex_bias.installed(), reason="FlexAttention needs torch >= 2.6")
+pytestmark = [pytest.mark.skipif(not flex_bias.installed(), reason="FlexAttention needs torch >= 2.6"),
+              # "start": a key set with padding first, which the layer refuses for inputs (conftest.any_key_mask)
+              pytest.mark.usefixtures("any_key_mask")]
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
                                    reason="needs a CUDA device: torch.cuda.is_available() is False")
 KINDS = ["random+vanilla", "random+dense", "fixed_random+vanilla"]

@@ -43,7 +43,9 @@ def check_right_padded(mask: Tensor | None, name: str = "key_padding_mask") -> N
     Inputs are left-aligned everywhere (SPEC, Lengths): a synthesizer's logits are indexed by absolute
     position, so a left-padded row would silently read the wrong rows of R or W2. ``name``: the
     argument as the caller knows it (the HF wrappers pass their ``attention_mask``)."""
-    if mask is not None and mask.shape[-1] > 1 and bool((mask[:, :-1] & ~mask[:, 1:]).any()):
+    if mask is None or mask.shape[-1] < 2 or torch.compiler.is_compiling():
+        return  # a compiled forward skips it: reading the answer back is a graph break (eager calls check)
+    if bool((mask[:, :-1] & ~mask[:, 1:]).any()):
         raise ValueError(f"{name} has padding before a real token; synthesizer models take left-aligned "
                          "inputs (positions are absolute): put the padding on the right")
 
