@@ -32,7 +32,7 @@ import torch
 from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.dispatch import KERNELS, applicable_paths, opt_in_paths
 from synthesizer.attention.kinds import parse_kind
-from synthesizer.bench.layers import build_layer
+from synthesizer.bench.timed_layers import build_layer
 from synthesizer.bench.memory import peak_bytes
 from synthesizer.bench.timing import time_once
 

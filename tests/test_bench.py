@@ -12,8 +12,8 @@ import torch
 from synthesizer.bench import __main__ as bench_main
 from synthesizer.bench import decode, layer, memory, model
 from synthesizer.bench.decode import greedy_decode
-from synthesizer.bench.layers import layer_names
-from synthesizer.bench.report import plot_layers, targets, targets_table, write_results
+from synthesizer.bench.timed_layers import layer_names
+from synthesizer.bench.results import plot_layers, targets, targets_table, write_results
 from synthesizer.bench.timing import interleaved_medians
 from synthesizer.models import LanguageModel
 

@@ -11,7 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from synthesizer.attention.factory import build_mixer
 from synthesizer.bench.flops import conv_band_extra, layer_flops
-from synthesizer.bench.layers import PyPILinformer
+from synthesizer.bench.timed_layers import PyPILinformer
 from synthesizer.bench.model import model_flops
 
 B, N, D, H, L = 2, 24, 32, 4, 32  # n < L: the top-left block, as in real use

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from synthesizer.cli import report_errors
+from synthesizer.errors import report_errors
 from synthesizer.extras import DISTRIBUTION, EXTRAS, extra_for, install_command, missing_extra_message, require
 
 

@@ -10,7 +10,8 @@ from synthesizer.report.claims import (CANNOT_TELL, CLOSE_LOSS, CONTRADICTS, LIT
                                        PAPER_ENFR, PAPER_LM1B, PAPER_LM1B_UNIGRAM, PAPER_T5_ENDE, PASSABLE_LOSS,
                                        NO_NONE_PROVISIONAL, SUPPORTS, Gap, evaluate_claims, judge_at_most, judge_beyond, kept_share,
                                        quality_gap, scale_of, trivial_score)
-from synthesizer.report.tables import Group, Row, build_groups
+from synthesizer.report.groups import build_groups
+from synthesizer.report.tables import Group, Row
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "paper_numbers.md"
 SEEDS = (0, 1, 2)

@@ -17,9 +17,10 @@ import pytest
 from synthesizer.models.config import ModelConfig
 from synthesizer.models.lm import LanguageModel
 from synthesizer.report import plots as plots_mod
-from synthesizer.report.compare import Pace, data_name, main, run_comparison, window_speed
+from synthesizer.report.compare import Pace, data_name, main, run_comparison
 from synthesizer.report.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
 from synthesizer.report.results import load_results
+from synthesizer.runs.files import window_speed
 from synthesizer.tasks.config import ExperimentConfig
 
 BASE = {"task": "lm", "data": {"corpus": "sotu"}, "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "max_len": 16},
@@ -283,7 +284,7 @@ def test_ctrl_c_on_a_parallel_comparison_is_one_line_and_exit_code_130(tmp_path)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 130, f"stdout:\n{stdout}\nstderr:\n{stderr}"
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert stderr.splitlines()[-1] == "synthesizer compare: interrupted"
     assert "run the same command again" in stdout

@@ -9,7 +9,7 @@ import pytest
 from synthesizer.report.claims import GLUE_DATA, GLUE_TASK, evaluate_claims
 from synthesizer.report.compare import glue_average, render, run_comparison
 from synthesizer.report.presets import PRESETS, task_overrides
-from synthesizer.report.tables import build_groups
+from synthesizer.report.groups import build_groups
 from synthesizer.tasks.config import ExperimentConfig
 
 SCORE = {"vanilla": 0.80, "random": 0.70, "random+vanilla": 0.85}

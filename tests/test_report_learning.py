@@ -9,7 +9,7 @@ from synthesizer.report.claims import evaluate_claims, verdict_reason
 from synthesizer.report.compare import print_tables
 from synthesizer.report.document import build_report
 from synthesizer.report.learning import FLAT_DROP, curve_drop
-from synthesizer.report.tables import build_groups
+from synthesizer.report.groups import build_groups
 
 STEPS = 200
 

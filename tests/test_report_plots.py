@@ -4,7 +4,7 @@ validation curves as the mean over seeds with a band."""
 import numpy as np
 
 from synthesizer.report import plots
-from synthesizer.report.tables import build_groups
+from synthesizer.report.groups import build_groups
 
 
 def maps(stacks=("encoder", "decoder"), layers=2, heads=8, n=6, old_format=False):

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from synthesizer.report.tables import build_groups, fmt_metric, table_rows, text_table
+from synthesizer.report.groups import build_groups
+from synthesizer.report.tables import fmt_metric, table_rows, text_table
 
 
 def result(kind, seed=0, value=50.0, *, task="lm", data="sotu", metric="perplexity", higher=False, speed=1000.0,

@@ -12,17 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
-from typing import Callable
 
-from .errors import check_out_dir, os_error_line
-from .extras import missing_extra_message, require
-
-EXIT_USAGE = 2
-EXIT_FAILURE = 1
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process ended by Ctrl-C
+from .errors import EXIT_USAGE, check_out_dir, report_errors
+from .extras import require
+from .runs.files import RESULT_FILE, is_hf_folder, read_labels
 
 EPILOG_TRAIN = """examples:
   synthesizer train --config lm-sotu-small --attention random
@@ -152,22 +147,9 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"synthesizer train --config {args.config} --out {out} --resume", file=sys.stderr)
         return 130
     summary = {k: result[k] for k in ("task", "data", "attention", "steps", "train_time_s", "diverged")}
-    summary.update(test=result["test_metrics"], baselines=result["baselines"], result=str(out / "result.json"))
+    summary.update(test=result["test_metrics"], baselines=result["baselines"], result=str(out / RESULT_FILE))
     print(json.dumps(summary, indent=2))
     return 0
-
-
-def is_hf_folder(path: str) -> bool:
-    """A folder with an HF ``config.json`` of model_type "synthesizer" (read without importing transformers).
-    ValueError for a ``config.json`` that does not parse (a run folder has none: it is meant as an HF one)."""
-    config = Path(path) / "config.json"
-    try:
-        data = json.loads(config.read_text()) if config.is_file() else None
-    except ValueError as e:  # cut short by a copy, or not text at all
-        raise ValueError(f"{config}: config.json is not valid JSON ({e})") from None
-    except OSError:
-        return False
-    return isinstance(data, dict) and data.get("model_type") == "synthesizer"
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -203,9 +185,7 @@ def _load_for_use(run: str, checkpoint: str) -> tuple:
     from .tasks.experiment import TASK_CLASSES, load_trained
 
     model, tok, cfg = load_trained(run, checkpoint)
-    labels_file = Path(run) / "labels.json"
-    names = json.loads(labels_file.read_text())["labels"] if labels_file.is_file() else None
-    return model, tok, TASK_CLASSES[cfg.task].family, cfg.task == "regression", names
+    return model, tok, TASK_CLASSES[cfg.task].family, cfg.task == "regression", read_labels(run)
 
 
 def _inputs(args: argparse.Namespace) -> list[str]:
@@ -355,39 +335,6 @@ def main(argv: list[str] | None = None) -> int:
 
     return _exit(report_errors(run, f"synthesizer {command}" if command else "synthesizer",
                                prefer="bench" if command == "bench" else "train"))
-
-
-def report_errors(run: Callable[[], int], what: str, prefer: str = "train") -> int:
-    """``run()``'s exit status; bad input, or an optional module that is not installed, prints one line
-    ``error: ...`` instead (naming the extra that provides the module) and gives EXIT_USAGE. An
-    operating-system error (permission denied, disk full) is one line and EXIT_FAILURE; Ctrl-C is one
-    line and EXIT_INTERRUPTED.
-
-    ``what``: the command named in that line (``synthesizer train``); ``prefer``: the extra to name
-    for a module that several extras provide. A missing module no extra provides is a bug: re-raised.
-    """
-    from .data.records import DataError
-
-    try:
-        return run()
-    except (DataError, ValueError, FileNotFoundError, ImportError) as e:
-        if os.environ.get("SYNTHESIZER_DEBUG"):
-            raise
-        message = missing_extra_message(e, what, prefer) if isinstance(e, ImportError) else str(e)
-        if message is None:
-            raise
-        print(f"error: {message}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as e:  # not the input's fault: a read-only folder, a full disk ...
-        if os.environ.get("SYNTHESIZER_DEBUG"):
-            raise
-        print(f"error: {os_error_line(e)}", file=sys.stderr)
-        return EXIT_FAILURE
-    except KeyboardInterrupt:  # what was saved has been said by whoever was stopped
-        if os.environ.get("SYNTHESIZER_DEBUG"):
-            raise
-        print(f"{what}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
 def _exit(code: int) -> int:

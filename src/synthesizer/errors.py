@@ -2,14 +2,26 @@
 
 - :func:`path_component`: a name that becomes one folder under ``--out`` (data names, kinds, keys).
 - :func:`check_out_dir`: an ``--out`` folder that can be written (not a file, a writable parent).
+- :func:`positive_int`: an option that must be an integer >= 1.
 - :func:`os_error_line`: an ``OSError`` (permission, full disk ...) as one line, without a traceback.
+- :func:`report_errors`: a command's errors as those lines and its exit status, the one rule every
+  entry point (``synthesizer``, ``python -m synthesizer.bench``) applies.
 """
 
 from __future__ import annotations
 
 import errno
+import numbers
 import os
+import sys
 from pathlib import Path
+from typing import Callable
+
+from .extras import missing_extra_message
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process ended by Ctrl-C
 
 ADVICE = {errno.EACCES: "check the folder's permissions", errno.EPERM: "check the folder's permissions",
           errno.EROFS: "the file system is read-only", errno.ENOSPC: "free some space",
@@ -25,6 +37,13 @@ def path_component(option: str, value: object) -> str:
         raise ValueError(f"{option} {name!r} cannot name a folder: give a plain name without '/', '..' or an "
                          "absolute path (it becomes a folder under --out)")
     return name
+
+
+def positive_int(name: str, value: object) -> int:
+    """``value`` as an int if it is an integer >= 1 (a bool is not); ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
 
 
 def check_out_dir(option: str, path: str | os.PathLike | None) -> None:
@@ -57,3 +76,34 @@ def os_error_line(e: OSError) -> str:
         where = f"{e.filename} -> {e.filename2}: "
     hint = ADVICE.get(e.errno)
     return f"{where}{e.strerror}" + (f"; {hint}" if hint else "")
+
+
+def report_errors(run: Callable[[], int], what: str, prefer: str = "train") -> int:
+    """``run()``'s exit status; bad input, or an optional module that is not installed, prints one line
+    ``error: ...`` instead (naming the extra that provides the module) and gives EXIT_USAGE. An
+    operating-system error (permission denied, disk full) is one line and EXIT_FAILURE; Ctrl-C is one
+    line and EXIT_INTERRUPTED.
+
+    ``what``: the command named in that line (``synthesizer train``); ``prefer``: the extra to name
+    for a module that several extras provide. A missing module no extra provides is a bug: re-raised.
+    """
+    try:
+        return run()
+    except (ValueError, FileNotFoundError, ImportError) as e:  # a DataError is a ValueError
+        if os.environ.get("SYNTHESIZER_DEBUG"):
+            raise
+        message = missing_extra_message(e, what, prefer) if isinstance(e, ImportError) else str(e)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:  # not the input's fault: a read-only folder, a full disk ...
+        if os.environ.get("SYNTHESIZER_DEBUG"):
+            raise
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:  # what was saved has been said by whoever was stopped
+        if os.environ.get("SYNTHESIZER_DEBUG"):
+            raise
+        print(f"{what}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

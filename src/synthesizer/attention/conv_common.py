@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..errors import positive_int
 from .cache import DecodingState
 from .masks import check_mixer_input
 
@@ -93,8 +94,7 @@ class ConvBlock(nn.Module):
                  kernel_size: int, glu: bool):
         super().__init__()
         for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len), ("kernel_size", kernel_size)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            positive_int(name, value)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         if not causal and kernel_size % 2 == 0:

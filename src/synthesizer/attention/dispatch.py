@@ -1,26 +1,23 @@
 """Which kernel a layer runs, chosen from its components' forms.
 
 The kernels (``ops/``), fastest first: the measured ranking on CPU (torch 2.13, forward+backward,
-d_model 512, 8 heads, seq 1024; see the table in docs/benchmarks.md, reproduced by
+d_model 512, 8 heads, seq 1024; the figures are in docs/bench/kernels.md, reproduced by
 ``python -m synthesizer.bench attention``):
-- input-independent components only: ``shared`` (one softmax per head, one matmul for the batch),
-  ~0.4x vanilla;
+- input-independent components only: ``shared`` (one softmax per head, one matmul for the batch);
 - dot products of features only (dense, factorized_random, vanilla and their mixtures): ``fused``
   (one scaled_dot_product_attention call over concatenated features) beats ``blockwise``;
 - features mixed with a batch-shared bias (random): ``fused_bias`` (the fused kernel's forward with
   ``w * R`` as a float mask, then one blockwise backward pass, one example at a time, for dq, dk, dv
-  and the gradients of R and the mixture weights together: 1.18x / 1.34x the plain layer for
-  random+vanilla at seq 1024 / 2048 on the idle machine, random+dense 1.07x / 1.37x; see
-  ``ops/fused_bias``) beats ``blockwise`` (the same backward after our own blocked forward). The
-  reference path keeps (B, H, n, n) tensors: 15x the plain layer's peak memory at seq 2048,
-  against 2x, so it is not the default.
+  and the gradients of R and the mixture weights together; see ``ops/fused_bias``) beats
+  ``blockwise`` (the same backward after our own blocked forward). The reference path keeps
+  (B, H, n, n) tensors, several times the plain layer's peak memory, so it is not the default.
   ``fused_bias`` hands over to ``blockwise`` where its kernel cannot run (dropout while training,
   non-CPU devices). ``sdpa_bias`` (one scaled_dot_product_attention call with the bias as a float
   mask that requires grad) runs sdpa's math kernel on CPU, which keeps (B, H, n, n) tensors like the
   reference: a candidate there (``impl="sdpa_bias"``), never the default;
 - ``factorized_dense`` alone: ``factorized_dense`` (its logits generated block by block from the
-  per-token factors): 1.07x / 1.34x the plain layer at seq 1024 / 2048, and 1.49x the plain layer's
-  peak memory at seq 2048 against 11.3x for the reference path (figures in ``ops/factorized_dense.py``);
+  per-token factors), close to the plain layer's time and memory where the reference path's memory
+  grows with n^2;
 - anything else (mixtures with ``factorized_dense``, a registered component with general logits):
   ``reference``.
 

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..errors import positive_int
 from .masks import check_mixer_input
 from .vanilla import split_heads
 
@@ -32,8 +33,7 @@ class LinformerAttention(nn.Module):
                  k: int = 256, share_kv: bool = False):
         super().__init__()
         for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len), ("k", k)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            positive_int(name, value)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         if causal:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from ..errors import positive_int
 from .cache import DecodingState
 from .masks import check_mixer_input
 
@@ -44,8 +45,7 @@ class NoMixing(nn.Module):
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0):
         super().__init__()
         for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            positive_int(name, value)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         if not 0.0 <= dropout < 1.0:

@@ -13,6 +13,7 @@ import numbers
 import torch
 from torch import Tensor, nn
 
+from ..errors import positive_int
 from . import registry
 from .cache import AttentionCache
 from .dispatch import IMPLS, KERNELS, choose_path, running_path
@@ -55,9 +56,9 @@ class SynthesizerAttention(nn.Module):
                  dropout: float = 0.0, *, k: int = 8, fd_split: int | None = None, dense_per_head: bool = False,
                  mix_per_head: bool = False, impl: str = "auto"):
         super().__init__()
-        d_model, n_heads, max_len, k = (_positive_int(name, value) for name, value in
+        d_model, n_heads, max_len, k = (positive_int(name, value) for name, value in
                                         (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len), ("k", k)))
-        fd_split = None if fd_split is None else _positive_int("fd_split", fd_split)
+        fd_split = None if fd_split is None else positive_int("fd_split", fd_split)
         for name, value in (("causal", causal), ("dense_per_head", dense_per_head), ("mix_per_head", mix_per_head)):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be True or False, got {value!r}")
@@ -212,10 +213,3 @@ class SynthesizerAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}, path={self.path!r}"
-
-
-def _positive_int(name: str, value: object) -> int:
-    """``value`` as an int if it is an integer >= 1 (a bool is not); ValueError naming the option otherwise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)

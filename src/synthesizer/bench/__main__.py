@@ -17,7 +17,7 @@ import time
 
 from ..errors import check_out_dir
 from . import decode, layer, model
-from .report import markdown, rewrite_results, write_jsonl, write_results
+from .results import markdown, rewrite_results, write_jsonl, write_results
 
 BENCHES = {"layer": layer, "model": model, "decode": decode}
 COMMANDS = ("layer", "attention", "model", "decode", "all", "report")
@@ -98,6 +98,6 @@ def _run() -> int:
 
 
 if __name__ == "__main__":
-    from ..cli import report_errors
+    from ..errors import report_errors
 
     sys.exit(report_errors(_run, PROG, prefer="bench"))

@@ -37,14 +37,14 @@ from __future__ import annotations
 
 from ..attention import registry
 from ..attention.kinds import parse_kind
+from ..errors import positive_int
 
 BASELINE_KINDS = ("linformer", "linformer_pypi", "lightconv", "dynamicconv", "sdpa")
 
 
 def _check_sizes(**sizes: int) -> None:
     for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        positive_int(name, value)
 
 
 def layer_flops(kind: str, batch: int, seq: int, d_model: int, n_heads: int, max_len: int | None = None,

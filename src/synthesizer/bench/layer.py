@@ -21,7 +21,7 @@ from torch import nn
 
 from .env import environment, progress_bar
 from .flops import layer_flops
-from .layers import PYPI_LINFORMER, build_layer, layer_names, layer_path, pypi_linformer_available
+from .timed_layers import PYPI_LINFORMER, build_layer, layer_names, layer_path, pypi_linformer_available
 from .memory import in_fresh_process
 from .timing import interleaved_medians
 

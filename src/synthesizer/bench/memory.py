@@ -61,14 +61,15 @@ def peak_bytes(fn: Callable[[], object], device: torch.device) -> int | None:
     return max(_status_kib("VmHWM") - before, 0) * 1024
 
 
-def in_fresh_process(spec: dict, what: str) -> dict:
-    """Run this module's ``_main`` on ``spec`` in a new interpreter (so earlier work leaves no resident
-    memory behind) and return its JSON answer; {} with a note on stderr naming ``what`` on failure."""
+def in_fresh_process(spec: dict, what: str, module: str = "synthesizer.bench.memory") -> dict:
+    """Run ``python -m module`` (this module's ``_main``, or bench.model's) on ``spec`` in a new interpreter
+    (so earlier work leaves no resident memory behind) and return its JSON answer; {} with a note on
+    stderr naming ``what`` on failure."""
     import json
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "synthesizer.bench.memory", json.dumps(spec)],
+    out = subprocess.run([sys.executable, "-m", module, json.dumps(spec)],
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
         print(f"# memory of {what} not measured: {out.stderr.strip().splitlines()[-1:] or out.returncode}",
@@ -84,7 +85,7 @@ def layer_peaks(name: str, seqs: list[int], batch: int, d_model: int, heads: int
     The layer is rebuilt per length (max_len = seq, as in the timings) and first run twice on a
     16-token input, which pays the one-off allocations (thread pools, kernel set-up) outside the peak.
     """
-    from .layers import build_layer
+    from .timed_layers import build_layer
 
     peaks = {}
     for seq in sorted(seqs):
@@ -107,44 +108,22 @@ def layer_peaks(name: str, seqs: list[int], batch: int, d_model: int, heads: int
     return peaks
 
 
-def model_peaks(task: str, kinds: list[str], sizes: dict, device: torch.device) -> dict[str, dict[str, int | None]]:
-    """{kind: {"state_bytes": weights and AdamW's buffers, "step_peak_bytes": what one training step
-    (activations, gradients) allocates above them}} for the models of ``task``.
-
-    Each model first takes one step on a (1, 16) batch: that creates AdamW's state and pays the
-    one-off allocations outside the peak; the measured step then runs on the full batch.
-    """
-    from .model import batch_data, build_model, training_step
-
-    peaks = {}
-    for kind in kinds:
-        torch.manual_seed(0)
-        model, optimizer = build_model(task, kind, sizes, device)
-        warm = batch_data(dict(sizes, batch=1, seq=min(16, sizes["seq"])), device)
-        training_step(task, model, optimizer, *warm)()
-        optimizer.zero_grad(set_to_none=True)
-        step = training_step(task, model, optimizer, *batch_data(sizes, device))
-        tensors = [p for p in model.parameters()] + [t for s in optimizer.state.values() for t in s.values()
-                                                    if isinstance(t, torch.Tensor)]
-        peaks[kind] = {"state_bytes": sum(t.nbytes for t in tensors), "step_peak_bytes": peak_bytes(step, device)}
-        del model, optimizer, step, tensors
-    return peaks
-
-
-def _main(spec_json: str) -> None:
-    """Child process of the layer (or model) benchmark: print the peaks of the named layers at their
-    lengths (or of the models), as JSON."""
-    import json
-
-    spec = json.loads(spec_json)
+def fresh_process_device(spec: dict) -> torch.device:
+    """The device of a child process's ``spec``, with its threads set and freed memory returned at once."""
     device = torch.device(spec["device"])
     if device.type == "cpu":
         release_freed_memory_at_once()
     if spec.get("threads"):
         torch.set_num_threads(spec["threads"])
-    if "model" in spec:
-        print(json.dumps(model_peaks(spec["model"], spec["kinds"], spec["sizes"], device)))
-        return
+    return device
+
+
+def _main(spec_json: str) -> None:
+    """Child process of the layer benchmark: print the peaks of the named layers at their lengths, as JSON."""
+    import json
+
+    spec = json.loads(spec_json)
+    device = fresh_process_device(spec)
     # The process's first backward pass starts autograd's machinery: pay for it before any peak.
     layer_peaks("sdpa", [16], 1, spec["d_model"], spec["heads"], spec["causal"], device)
     found = {}

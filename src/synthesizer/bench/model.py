@@ -8,7 +8,7 @@ classifier is not; each runs at batch 1 and at batch 8 (the input-independent ki
 attention weights across the batch, so batch 1 is their worst case). The models of every kind are
 stepped round-robin so that load on a shared machine hits them alike; ratios are to ``vanilla`` of
 the same run. Peak memory is measured afterwards in one fresh process per task and batch (see
-``memory.model_peaks``): ``state_bytes`` (weights and AdamW state) plus ``step_peak_bytes`` (what
+``model_peaks``): ``state_bytes`` (weights and AdamW state) plus ``step_peak_bytes`` (what
 one step allocates above them). Dropout is 0: with dropout on the
 attention probabilities, the fused CPU attention kernel falls back to its slow path, and that would
 measure the kernel, not the architecture.
@@ -27,8 +27,8 @@ from ..models import Classifier, LanguageModel, ModelConfig
 from ..training.optim import build_optimizer
 from .env import environment, progress_bar
 from .flops import layer_flops
-from .layers import LINFORMER_K
-from .memory import in_fresh_process
+from .timed_layers import LINFORMER_K
+from .memory import fresh_process_device, in_fresh_process, peak_bytes
 from .timing import interleaved_medians
 
 CAUSAL_BASELINES = ("lightconv", "dynamicconv")
@@ -111,10 +111,31 @@ def run_task(task: str, kinds: list[str], sizes: dict, device: torch.device, env
 
 
 def measure_memory(task: str, kinds: list[str], sizes: dict, device: torch.device, threads: int) -> dict[str, dict]:
-    """{kind: {"state_bytes", "step_peak_bytes"}} from one fresh process (``memory.model_peaks``), {} on failure."""
+    """{kind: {"state_bytes", "step_peak_bytes"}} from one fresh process (:func:`model_peaks`), {} on failure."""
     spec = {"model": task, "kinds": kinds, "sizes": sizes, "device": str(device), "threads": threads}
-    return in_fresh_process(spec, f"the {task} models")
+    return in_fresh_process(spec, f"the {task} models", module="synthesizer.bench.model")
 
+
+def model_peaks(task: str, kinds: list[str], sizes: dict, device: torch.device) -> dict[str, dict[str, int | None]]:
+    """{kind: {"state_bytes": weights and AdamW's buffers, "step_peak_bytes": what one training step
+    (activations, gradients) allocates above them}} for the models of ``task``.
+
+    Each model first takes one step on a (1, 16) batch: that creates AdamW's state and pays the
+    one-off allocations outside the peak; the measured step then runs on the full batch.
+    """
+    peaks = {}
+    for kind in kinds:
+        torch.manual_seed(0)
+        model, optimizer = build_model(task, kind, sizes, device)
+        warm = batch_data(dict(sizes, batch=1, seq=min(16, sizes["seq"])), device)
+        training_step(task, model, optimizer, *warm)()
+        optimizer.zero_grad(set_to_none=True)
+        step = training_step(task, model, optimizer, *batch_data(sizes, device))
+        tensors = [p for p in model.parameters()] + [t for s in optimizer.state.values() for t in s.values()
+                                                    if isinstance(t, torch.Tensor)]
+        peaks[kind] = {"state_bytes": sum(t.nbytes for t in tensors), "step_peak_bytes": peak_bytes(step, device)}
+        del model, optimizer, step, tensors
+    return peaks
 
 def _add_ratios(rows: list[dict]) -> None:
     """Ratios to ``vanilla`` of the same task and batch."""
@@ -144,7 +165,7 @@ def run(args: argparse.Namespace) -> list[dict]:
     rows = []
     for task, run_kinds, sizes in runs:
         rows.append(run_task(task, run_kinds, sizes, device, env))
-    for (task, run_kinds, sizes), task_rows in zip(runs, rows):  # after every timing: see memory.model_peaks
+    for (task, run_kinds, sizes), task_rows in zip(runs, rows):  # after every timing: see model_peaks
         peaks = {} if args.no_memory else measure_memory(task, run_kinds, sizes, device, env["threads"])
         for r in task_rows:
             p = peaks.get(r["kind"], {})
@@ -164,3 +185,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batches", nargs="+", type=int, default=None,
                    help=f"batch sizes, each a run of its own (default: {FULL['lm']['batches']})")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")
+
+
+def _main(spec_json: str) -> None:
+    """Child process of :func:`measure_memory`: print the models' peaks, as JSON."""
+    import json
+
+    spec = json.loads(spec_json)
+    print(json.dumps(model_peaks(spec["model"], spec["kinds"], spec["sizes"], fresh_process_device(spec))))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])

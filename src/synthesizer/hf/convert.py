@@ -24,7 +24,7 @@ from pathlib import Path
 
 from torch import nn
 
-from ..cli import is_hf_folder
+from ..runs.files import EXPERIMENT_FILE as RUN_EXPERIMENT_FILE, is_hf_folder, read_labels, write_json, write_labels
 from ..data.records import DataError
 from ..data.tokenizer import BOS, CLS, EOS, FILENAME as TOKENIZER_FILE, PAD, SEP, UNK, Tokenizer
 from ..tasks.config import ExperimentConfig
@@ -52,9 +52,9 @@ def export_run(run_dir: str | os.PathLike, out_dir: str | os.PathLike, which: st
     model, tokenizer, cfg = load_trained(run_dir, which)
     family = TASK_CLASSES[cfg.task].family
     extra = {}
-    labels_file = run_dir / "labels.json"
-    if family == "classifier" and labels_file.is_file():
-        extra["id2label"] = dict(enumerate(json.loads(labels_file.read_text())["labels"]))
+    names = read_labels(run_dir) if family == "classifier" else None
+    if names is not None:
+        extra["id2label"] = dict(enumerate(names))
     hf_model = to_hf(model, family, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
     hf_model.save_pretrained(str(out_dir))
@@ -140,9 +140,9 @@ def import_hf(hf_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     if (out_dir / "last").exists():
         raise ValueError(f"{out_dir} already holds a run; choose another output folder (--out)")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "experiment.json").write_text(json.dumps(cfg.to_dict(), indent=2))
+    write_json(out_dir / RUN_EXPERIMENT_FILE, cfg.to_dict())
     if names is not None:
-        (out_dir / "labels.json").write_text(json.dumps({"labels": names}, indent=2))
+        write_labels(out_dir, names)
     save_checkpoint(out_dir, model, config=model.config.to_dict(), tokenizer=hf_dir / TOKENIZER_FILE, best=True,
                     extra={"imported_from": str(hf_dir)})
     return out_dir

@@ -26,7 +26,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..cli import is_hf_folder
+from ..runs.files import is_hf_folder
 from ..data.records import DataError
 
 SUPPORTED_FAMILY = "lm"

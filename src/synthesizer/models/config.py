@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ..attention.cross import CROSS_KINDS
 from ..attention.factory import check_options, resolve_kind
 from ..attention.kinds import Kind
+from ..errors import positive_int
 
 POSITIONS = ("learned", "sinusoidal")
 POOLINGS = ("mean", "first")
@@ -52,10 +53,10 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "max_len", "n_classes", "n_segments"):
-            _positive_int(name, getattr(self, name))
+            setattr(self, name, positive_int(name, getattr(self, name)))  # a numpy integer becomes an int
         for name in ("n_encoder_layers", "n_decoder_layers", "d_ff"):
             if getattr(self, name) is not None:
-                _positive_int(name, getattr(self, name))
+                setattr(self, name, positive_int(name, getattr(self, name)))
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; pick n_heads that divides d_model")
         if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
@@ -123,8 +124,3 @@ class ModelConfig:
     @classmethod
     def from_json(cls, text: str) -> "ModelConfig":
         return cls.from_dict(json.loads(text))
-
-
-def _positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")

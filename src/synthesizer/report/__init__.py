@@ -3,6 +3,6 @@
 from .claims import evaluate_claims
 from .compare import main, render, run_comparison
 from .presets import DEFAULT_KINDS, PRESETS
-from .tables import build_groups
+from .groups import build_groups
 
 __all__ = ["DEFAULT_KINDS", "PRESETS", "build_groups", "evaluate_claims", "main", "render", "run_comparison"]

@@ -25,7 +25,7 @@ group's vanilla is still learning or does not clearly beat its trivial predictor
 
 **The none floor.** Where a group trained ``none`` (no mixing between tokens), a variant whose loss against it
 is not wholly below 0 (the same interval as above) "does not use its attention": its table status says so
-(:func:`flag_unused_attention`, applied by ``tables.build_groups``) and so does every check that involves it.
+(:func:`flag_unused_attention`, applied by ``groups.build_groups``) and so does every check that involves it.
 
 **The attention gate.** Where vanilla itself is not clearly better than ``none`` (:func:`uses_attention`, the rule
 above), the task measures nothing about attention: every check on it cannot tell, its reason first "attention
@@ -50,7 +50,7 @@ import numpy as np
 
 from ..data.generated import DIAGNOSTIC_CORPORA
 from .stats import DEFAULT_RESAMPLES, SEEDS_CAP, bootstrap_differences, per_example_of, seeds_to_decide, t_interval
-from .tables import Group, Row, at_chance
+from .tables import Group, Row, Share, at_chance
 
 SUPPORTS, CONTRADICTS, CANNOT_TELL = "supports", "contradicts", "cannot tell"
 MIN_SEEDS = 3                 # paired seeds needed for a seed interval
@@ -328,7 +328,7 @@ def slowdown(row: Row, ref: Row) -> Gap | None:
     return Gap(value, value - u, value + u, note)
 
 
-def _chance(row: Row | None) -> bool:
+def _scored_at_chance(row: Row | None) -> bool:
     return row is not None and row.status.startswith("at chance")
 
 
@@ -338,7 +338,7 @@ def _missing(group: Group, *kinds: str) -> Check | None:
     absent = [k for k in kinds if group.row(k) is None]
     if absent:
         return Check(CANNOT_TELL, f"{group.key}: {', '.join(absent)} not in this run", key=group.key)
-    if len(kinds) > 1 and all(_chance(group.row(k)) for k in kinds):
+    if len(kinds) > 1 and all(_scored_at_chance(group.row(k)) for k in kinds):
         return Check(CANNOT_TELL, f"{group.key}: {' and '.join(kinds)} {'both' if len(kinds) == 2 else 'all'} score at "
                                   f"chance ({group.chance.get('why', '')})", key=group.key)
     no_metric = [k for k in kinds if group.row(k).metric_mean is None and not group.row(k).status.startswith("diverged")]
@@ -448,20 +448,6 @@ def attention_scale(group: Group) -> Scale | None:
     scale.origin = statistics.fmean(_phis(floor, scale).values())
     scale.gain = statistics.fmean(_phis(vanilla, scale).values()) - scale.origin
     return scale if scale.gain > 0 else None
-
-
-@dataclass
-class Share:
-    """A kind's share of one of vanilla's gains, with the 95% interval of its paired loss against vanilla."""
-
-    value: float
-    low: float               # -inf / inf: nothing measured
-    high: float
-
-    def text(self) -> str:
-        measured = math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high
-        shown = f" [{self.low:.0%}, {self.high:.0%}]" if measured else ""
-        return f"{self.value:.0%}{shown}"
 
 
 def share_of(group: Group, kind: str, scale: Scale) -> Share | None:

@@ -39,7 +39,6 @@ import multiprocessing.connection
 import os
 import shlex
 import signal
-import statistics
 import sys
 import time
 import warnings
@@ -47,14 +46,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from ..errors import check_out_dir, path_component
+from ..errors import check_out_dir, path_component, positive_int
+from ..runs.files import DATA_FILE, LOG_FILE, RESULT_FILE, read_json, read_result, window_speed
+from ..runs.plan import PlannedRun
 from ..training.lock import FolderLock
 from .attention_maps import run_attention_maps
 from .claims import GLUE_DATA, GLUE_TASK, attention_notes, evaluate_claims, trivial_key, verdict_label, verdict_reason
 from .document import build_report, minutes
 from .presets import DEFAULT_KINDS, PRESETS, SIZES, get_preset, sized_tasks, steps_overrides, task_overrides
 from .results import FILENAME, empty_results, load_results, merge_results, put_run, run_key, save_results
-from .tables import build_groups, group_key, group_label, speed_unit, table_rows, text_table
+from .groups import build_groups
+from .tables import group_key, group_label, speed_unit, table_rows, text_table
 
 
 def data_name(cfg) -> str:
@@ -74,6 +76,11 @@ def run_folder(out: Path, cfg, kind: str, seed: int) -> Path:
     written outside ``out`` (a data name such as ``x/../..`` would be)."""
     key = path_component("data name", group_key(cfg.task, data_name(cfg)))
     return out / "runs" / key / path_component("attention kind", kind) / f"seed{seed}"
+
+
+def planned_run(cfg, kind: str, seed: int, folder: Path) -> PlannedRun:
+    """The planned run of ``cfg`` (a task's config) with attention ``kind`` and ``seed`` in ``folder``."""
+    return PlannedRun(cfg.task, data_name(cfg), kind, seed, cfg, folder)
 
 
 def check_kinds(kinds: list[str]) -> list[str]:
@@ -116,11 +123,10 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
         config_fn = config_fn or ExperimentConfig.from_file
         load_fn = load_fn or load_trained
     spec = get_preset(preset)
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"--seeds must be a positive integer, got {seeds!r}")
+    positive_int("--seeds", seeds)
     for name, value in (("--jobs", jobs), ("--threads", threads)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if value is not None:
+            positive_int(name, value)
     kinds = check_kinds(list(kinds or DEFAULT_KINDS) + list(spec.baselines if baselines is None else baselines))
     extra = steps_overrides(steps) if steps is not None else []
     runnable, left_out = sized_tasks(spec, size)
@@ -186,46 +192,47 @@ def _compare(preset: str, size: str, kinds: list[str], seeds: int, out: Path, ta
                 if run_dir in planned:  # two tasks given the same data train it once
                     continue
                 planned.add(run_dir)
-                finished = run_dir / "result.json"
-                in_folder = finished.exists()
-                record = (json.loads(finished.read_text(encoding="utf-8")) if in_folder
-                          else recorded.get((base.task, data_name(base), kind, seed)))
+                record = read_result(run_dir)
+                in_folder = record is not None
+                if not in_folder:
+                    record = recorded.get((base.task, data_name(base), kind, seed))
                 if record is not None:
                     _check_same_config(record, dataclasses.replace(base.with_attention(kind), seed=seed),
                                        run_dir.relative_to(out))
                     if not in_folder:  # recorded in results.json, trained elsewhere or its folder removed
                         kept += 1
                         continue
-                plan.append((base, kind, seed, run_dir))
+                plan.append(planned_run(base, kind, seed, run_dir))
     if kept:
         log(f"{kept} finished run(s) recorded in {out / FILENAME} without their folders: kept, not retrained")
     interrupted = False
     try:
         if pretrain is not None:
             # only where a fine-tuning run is left to train: finished ones need no pretraining folder
-            needed = list(dict.fromkeys((kind, seed) for _, kind, seed, _ in plan))
+            needed = list(dict.fromkeys((item.kind, item.seed) for item in plan))
             pretrained = _pretrain(pretrain, needed, out, results, run_fn, jobs, threads, log)
             interrupted = pretrained is None
             plan = [] if interrupted else _from_pretrained(plan, pretrained, results, out)
         pace, warned = Pace(len(plan)), Warned(log)
         with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
-            for done, (base, kind, seed, run_dir), record, took in runs:
-                where = f"[{done}/{len(plan)}] {group_key(base.task, data_name(base))} {kind} seed{seed}"
+            for done, item, record, took in runs:
+                key, seed, run_dir = group_key(item.task, item.data), item.seed, item.folder
+                where = f"[{done}/{len(plan)}] {key} {item.kind} seed{seed}"
                 if record is not None:
-                    warned(record, group_key(base.task, data_name(base)))
+                    warned(record, key)
                 if record is None:
                     log(f"{where}: stopped before the end (interrupted); run the same command again to resume it")
                     interrupted = True
                     break
-                record.setdefault("task", base.task)
-                record.setdefault("data", data_name(base))
+                record.setdefault("task", item.task)
+                record.setdefault("data", item.data)
                 record["run_dir"] = str(run_dir.relative_to(out))
-                data_record = run_dir / "data.json"
+                data_record = run_dir / DATA_FILE
                 if "provenance" not in record and data_record.is_file():  # a failed run: its data is known all the same
-                    record["provenance"] = json.loads(data_record.read_text(encoding="utf-8"))
+                    record["provenance"] = read_json(data_record)
                 if took and hasattr(os, "getloadavg"):  # how busy the machine was: timings are only as good as this
                     record["load_average_1min"] = round(os.getloadavg()[0], 2)
-                speed = window_speed(run_dir / "log.jsonl")
+                speed = window_speed(run_dir / LOG_FILE)
                 if speed is not None:
                     record["train_tokens_per_s_median"] = speed
                 put_run(results, record)
@@ -264,12 +271,13 @@ def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_
     their records in ``results["pretraining"]`` (not among the runs: they are no task of the report).
     Returns ``{(kind, seed): (run folder, error or None)}``, or None when interrupted."""
     key = group_key(cfg.task, data_name(cfg))
-    plan = [(cfg, kind, seed, run_folder(out, cfg, kind, seed)) for kind, seed in needed]
+    plan = [planned_run(cfg, kind, seed, run_folder(out, cfg, kind, seed)) for kind, seed in needed]
     done_runs: dict = {}
     kept = {(r["attention"], r.get("seed", 0)): r for r in results.get("pretraining", [])}
     pace, warned = Pace(len(plan)), Warned(log)
     with contextlib.closing(_execute(plan, run_fn, jobs, threads)) as runs:  # stopped at once on error
-        for done, (_, kind, seed, run_dir), record, took in runs:
+        for done, item, record, took in runs:
+            kind, seed, run_dir = item.kind, item.seed, item.folder
             where = f"[pretraining {done}/{len(plan)}] {key} {kind} seed{seed}"
             if record is not None:
                 warned(record, key)
@@ -287,16 +295,17 @@ def _pretrain(cfg, needed: list[tuple[str, int]], out: Path, results: dict, run_
     return done_runs
 
 
-def _from_pretrained(plan: list[tuple], pretrained: dict, results: dict, out: Path) -> list[tuple]:
+def _from_pretrained(plan: list[PlannedRun], pretrained: dict, results: dict, out: Path) -> list[PlannedRun]:
     """The fine-tuning plan: each run starts from its (kind, seed)'s pretraining run; a run whose pretraining
     failed is recorded as failed, not started."""
     ready = []
-    for base, kind, seed, run_dir in plan:
-        pre_dir, error = pretrained[(kind, seed)]
+    for item in plan:
+        pre_dir, error = pretrained[(item.kind, item.seed)]
         if error is None:
-            ready.append((dataclasses.replace(base, init_from=str(pre_dir.resolve())), kind, seed, run_dir))
+            ready.append(dataclasses.replace(item, config=dataclasses.replace(item.config,
+                                                                              init_from=str(pre_dir.resolve()))))
         else:
-            put_run(results, {"task": base.task, "data": data_name(base), "attention": kind, "seed": seed,
+            put_run(results, {"task": item.task, "data": item.data, "attention": item.kind, "seed": item.seed,
                               "error": f"its pretraining run {pre_dir.relative_to(out)} failed: {error}"})
     return ready
 
@@ -346,27 +355,7 @@ def glue_average(parts: list[dict], kind: str, seed: int) -> dict:
     return record
 
 
-def window_speed(log_path: Path) -> float | None:
-    """Median training tokens/s over the log's windows (one per ``log_every`` steps).
-
-    The runner's ``train_tokens_per_s`` divides by wall time that includes the evaluations and
-    checkpoint saves falling inside a logging window; the median over windows is robust to those few
-    windows, so variants are compared on training speed alone.
-    """
-    if not log_path.is_file():
-        return None
-    speeds = []
-    for line in log_path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if rec.get("kind") == "train" and isinstance(rec.get("tokens_per_s"), (int, float)):
-            speeds.append(float(rec["tokens_per_s"]))
-    return statistics.median(speeds) if speeds else None
-
-
-def _execute(plan: list[tuple], run_fn: Callable, jobs: int, threads: int | None):
+def _execute(plan: list[PlannedRun], run_fn: Callable, jobs: int, threads: int | None):
     """Yield ``(n_done, plan_item, record, seconds)`` as runs finish: in plan order with one job, else as
     the ``jobs`` child processes finish them, one process per run.
 
@@ -376,15 +365,15 @@ def _execute(plan: list[tuple], run_fn: Callable, jobs: int, threads: int | None
     A child that dies without a word (killed, out of memory) gives a failed record; the others go on.
     """
     if jobs == 1:
-        for done, (cfg, kind, seed, run_dir) in enumerate(plan, 1):
+        for done, item in enumerate(plan, 1):
             # one run at a time: its step bar (on a terminal) shows it is alive
-            yield done, (cfg, kind, seed, run_dir), *_run_one(cfg, kind, seed, run_dir, run_fn, progress=True)
+            yield done, item, *_run_one(item, run_fn, progress=True)
         return
     finished, todo = [], []
     for item in plan:
-        (finished if (item[3] / "result.json").exists() else todo).append(item)
+        (finished if (item.folder / RESULT_FILE).exists() else todo).append(item)
     for done, item in enumerate(finished, 1):  # read back here: no process needed
-        yield done, item, *_run_one(*item, run_fn)
+        yield done, item, *_run_one(item, run_fn)
     # spawn, not fork: a forked child would inherit the parent's torch thread pool state
     context = multiprocessing.get_context("spawn")
     running: dict = {}  # the receiving end of each child's pipe -> (process, plan item)
@@ -396,7 +385,7 @@ def _execute(plan: list[tuple], run_fn: Callable, jobs: int, threads: int | None
                     item = todo.pop(0)
                     receiver, sender = context.Pipe(duplex=False)
                     process = context.Process(target=_run_in_child, args=(sender, threads, item, run_fn),
-                                              name=f"synthesizer-{item[1]}-seed{item[2]}")
+                                              name=f"synthesizer-{item.kind}-seed{item.seed}")
                     with _children_ignore_sigint():
                         process.start()
                     sender.close()  # the child holds the only writing end: EOF here once it is gone
@@ -410,7 +399,7 @@ def _execute(plan: list[tuple], run_fn: Callable, jobs: int, threads: int | None
                     receiver.close()
                     process.join()
                     if died:
-                        record = _failure(*item[:3], f"the process training it died ({_exit_reason(process.exitcode)})")
+                        record = _failure(item.config, item.kind, item.seed, f"the process training it died ({_exit_reason(process.exitcode)})")
                     done += 1
                     yield done, item, record, took
         except BaseException:
@@ -427,11 +416,11 @@ def _exit_reason(exitcode: int) -> str:
     return f"killed by {signal.Signals(-exitcode).name}" if exitcode < 0 else f"exit code {exitcode}"
 
 
-def _run_in_child(sender, threads: int | None, item: tuple, run_fn: Callable) -> None:
+def _run_in_child(sender, threads: int | None, item: PlannedRun, run_fn: Callable) -> None:
     """One run in a child process of :func:`_execute`; its (record, seconds) go back through ``sender``."""
     _set_threads(threads)
     try:
-        sender.send(_run_one(*item, run_fn))
+        sender.send(_run_one(item, run_fn))
     except KeyboardInterrupt:  # a SIGINT sent to this process itself, outside training (a Trainer returns)
         sender.send((None, 0.0))
 
@@ -481,13 +470,12 @@ def _set_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def _run_one(cfg, kind: str, seed: int, run_dir: Path, run_fn: Callable,
-             progress: bool = False) -> tuple[dict | None, float]:
+def _run_one(item: PlannedRun, run_fn: Callable, progress: bool = False) -> tuple[dict | None, float]:
     """(result record, seconds) of one run: read back if finished, else trained (or resumed)."""
-    done = run_dir / "result.json"
-    if done.exists():
+    cfg, kind, seed, run_dir = item.config, item.kind, item.seed, item.folder
+    if (run_dir / RESULT_FILE).exists():
         _check_weights_revision(run_dir)
-        return json.loads(done.read_text(encoding="utf-8")), 0.0
+        return read_result(run_dir), 0.0
     t0 = time.perf_counter()
     resume = run_dir.is_dir() and any(run_dir.iterdir())
     run_cfg = dataclasses.replace(cfg.with_attention(kind), seed=seed)

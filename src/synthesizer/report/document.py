@@ -11,7 +11,8 @@ from .claims import (CANNOT_TELL, CONTRADICTS, MIN_SEEDS, NO_ATTENTION_USE, NONE
                      Verdict, attention_notes, evaluate_claims, verdict_label)
 from .render import Block, write_report
 from .results import save_results
-from .tables import Group, build_groups, group_key, group_label, table_rows
+from .groups import build_groups
+from .tables import Group, group_key, group_label, table_rows
 
 _MARK = {SUPPORTS: "supports", CONTRADICTS: "contradicts", CANNOT_TELL: "cannot tell"}
 

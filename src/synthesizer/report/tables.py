@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from .presets import DEFAULT_KINDS
 
 if TYPE_CHECKING:
-    from .claims import Share
     from .learning import Learning
 
 # A variant "scored at chance" when it did no better than a trivial predictor:
@@ -25,6 +24,20 @@ if TYPE_CHECKING:
 #   BLEU / ROUGE below 1 point (a model that learned nothing produces unrelated text).
 CHANCE_MARGIN_ACCURACY = 0.01
 CHANCE_MAX_GENERATION_SCORE = 1.0
+
+
+@dataclass
+class Share:
+    """A kind's share of one of vanilla's gains, with the 95% interval of its paired loss against vanilla."""
+
+    value: float
+    low: float               # -inf / inf: nothing measured
+    high: float
+
+    def text(self) -> str:
+        measured = math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high
+        shown = f" [{self.low:.0%}, {self.high:.0%}]" if measured else ""
+        return f"{self.value:.0%}{shown}"
 
 
 @dataclass
@@ -100,7 +113,7 @@ def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
-def _chance(task: str, metric: str, runs: list[dict]) -> dict:
+def trivial_scores(task: str, metric: str, runs: list[dict]) -> dict:
     """The trivial predictor's score for this group, from the runs' ``baselines`` when present."""
     baselines = next((r["baselines"] for r in runs if r.get("baselines")), {})
     if metric == "accuracy":
@@ -129,33 +142,19 @@ def _order(kinds: set[str]) -> list[str]:
     return known + sorted(kinds - set(known))
 
 
-def build_groups(runs: list[dict]) -> list[Group]:
-    """Aggregate raw run records into one :class:`Group` per (task, data), rows in the paper's order.
-    Where the group trained ``none`` (no mixing between tokens), a row not clearly better than it gets the
-    status note "does not use its attention", by the claims' interval rule. Each group also gets ``learning``:
-    whether its vanilla flattened and beat the trivial predictors."""
-    from .claims import flag_unused_attention, put_shares  # the interval rules live with the claims, which import this module
-    from .learning import vanilla_learning
-
-    by_group: dict[str, list[dict]] = {}
-    for run in runs:
-        by_group.setdefault(group_key(run["task"], run["data"]), []).append(run)
-    groups = []
-    for key, group_runs in by_group.items():
-        done = [r for r in group_runs if "error" not in r]
-        first = done[0] if done else group_runs[0]
-        metric = first.get("primary_metric", "")
-        higher = bool(first.get("higher_is_better", False))
-        chance = _chance(first["task"], metric, done)
-        rows = [_row(kind, [r for r in group_runs if r["attention"] == kind], metric, higher, chance)
-                for kind in _order({r["attention"] for r in group_runs})]
-        group = Group(key, first["task"], first["data"], metric, higher, rows, chance)
-        _relative(group)
-        flag_unused_attention(group)
-        put_shares(group)
-        group.learning = vanilla_learning(group, group_runs)
-        groups.append(group)
-    return groups
+def plain_group(key: str, runs: list[dict]) -> Group:
+    """The :class:`Group` of one (task, data)'s run records, rows in the paper's order, with its ratios to
+    vanilla; what the claims and learning rules add comes after (``groups.build_groups``)."""
+    done = [r for r in runs if "error" not in r]
+    first = done[0] if done else runs[0]
+    metric = first.get("primary_metric", "")
+    higher = bool(first.get("higher_is_better", False))
+    chance = trivial_scores(first["task"], metric, done)
+    rows = [_row(kind, [r for r in runs if r["attention"] == kind], metric, higher, chance)
+            for kind in _order({r["attention"] for r in runs})]
+    group = Group(key, first["task"], first["data"], metric, higher, rows, chance)
+    _relative(group)
+    return group
 
 
 def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -> Row:

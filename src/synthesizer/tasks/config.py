@@ -24,7 +24,7 @@ from typing import Any, Callable
 from ..attention.factory import check_kind
 from ..data.records import TASKS as DATA_TASKS
 from ..data.span_corruption import N_SENTINELS
-from ..errors import path_component
+from ..errors import path_component, positive_int
 from ..models.config import ModelConfig
 from ..training.loop import TrainConfig
 
@@ -46,8 +46,8 @@ def _positive(section: str, options: Any, names: tuple[str, ...]) -> None:
     """Each of ``names`` on ``options`` is None or an integer >= 1."""
     for name in names:
         value = getattr(options, name)
-        if value is not None and (not _is_int(value) or value < 1):
-            raise ValueError(f"{section}.{name} must be a positive integer, got {value!r}")
+        if value is not None:
+            positive_int(f"{section}.{name}", value)
 
 
 @dataclass

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from ..data.sources import load_corpus, load_files
 from ..data.span_corruption import sentinel_tokens
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
 from ..models import Classifier, EncoderDecoder, ModelConfig, build_model
+from ..runs.files import DATA_FILE, EXPERIMENT_FILE, LOG_FILE, RESULT_FILE, read_log, write_json, write_labels
 from ..training import distributed as dist
 from ..training.checkpoint import (CheckpointError, corrupt, finished_checkpoint, load_model_weights,
                                    resolve_checkpoint)
@@ -72,7 +72,6 @@ TASK_CLASSES: dict[str, type[Task]] = {"lm": LMTask, "classification": Classific
 # long to train and what is logged, evaluated and saved, not what each update does
 RESUMABLE = ("train.max_steps", "train.max_minutes", "train.log_every", "train.eval_every", "train.save_every",
              "train.loggers", "train.compile", "eval.*")
-DATA_FILE = "data.json"
 
 
 def task_class(cfg: ExperimentConfig) -> type[Task]:
@@ -197,7 +196,7 @@ def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
     (one line naming what does not fit) otherwise. Uses its ``best`` checkpoint, else ``last``."""
     where = f"init_from={cfg.init_from}"
     run_dir = Path(cfg.init_from)
-    if not (run_dir / "experiment.json").is_file():
+    if not (run_dir / EXPERIMENT_FILE).is_file():
         raise DataError(f"{where}: not a run folder (no experiment.json); give the --out folder of a pretraining run")
     source = load_config(run_dir)
     if task_class(source).family != "seq2seq":
@@ -226,42 +225,6 @@ def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
     return Pretrained(run_dir, checkpoint, model, source)
 
 
-def read_log(path: Path) -> dict:
-    """Curve, mixture-weight history, train time and tokens/s from a Trainer ``log.jsonl``."""
-    curve, history = [], []
-    last_train_loss, elapsed, weighted, prev = None, 0.0, 0.0, 0.0
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            kind = rec.get("kind")
-            if kind == "train":
-                last_train_loss = rec["loss"]
-                dt = max(rec["elapsed"] - prev, 0.0)
-                weighted += rec["tokens_per_s"] * dt
-                prev = elapsed = rec["elapsed"]
-            elif kind == "eval":
-                point = {"step": rec["step"], "train_loss": last_train_loss}
-                point.update({f"valid_{k}": v for k, v in rec.items()
-                              if k not in ("kind", "step", "mixture_weights") and isinstance(v, (int, float))})
-                curve.append(point)
-                if "mixture_weights" in rec:
-                    history.append({"step": rec["step"], "layers": rec["mixture_weights"]})
-            elif kind == "end":
-                elapsed = max(elapsed, rec["elapsed"])
-                prev = rec["elapsed"]
-    return {"curve": curve, "mixture_weights": history, "train_time_s": elapsed,
-            "train_tokens_per_s": weighted / elapsed if elapsed > 0 else 0.0}
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=True))
-    os.replace(tmp, path)
-
-
 def _finite(metrics: dict) -> dict:
     """JSON-friendly metrics: NaN/inf become None."""
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
@@ -279,7 +242,7 @@ def _check_resume(cfg: ExperimentConfig, data: dict, out_dir: Path, resume: bool
     if not resume:
         return
     differ = []
-    saved = out_dir / "experiment.json"
+    saved = out_dir / EXPERIMENT_FILE
     if saved.exists():
         before, now = flatten_config(json.loads(saved.read_text())), flatten_config(cfg.to_dict())
         for key in sorted(set(before) | set(now)):
@@ -306,8 +269,8 @@ def _open_run_folder(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resum
     record = out_dir / DATA_FILE
     saved = json.loads(record.read_text()) if resume and record.exists() else {}
     provenance = {"data": data, "tokenizer": saved.get("tokenizer")}
-    _write_json(out_dir / "experiment.json", cfg.to_dict())
-    _write_json(record, provenance)
+    write_json(out_dir / EXPERIMENT_FILE, cfg.to_dict())
+    write_json(record, provenance)
     return provenance
 
 
@@ -334,7 +297,7 @@ def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: boo
                                           min_frequency=int(cfg.tokenizer.get("min_frequency", 2)), extra_special=extra)
                 tok.save(folder)
         provenance["tokenizer"] = tokenizer_provenance(folder / TOKENIZER_FILE)
-        _write_json(out_dir / DATA_FILE, provenance)
+        write_json(out_dir / DATA_FILE, provenance)
     dist.barrier()
     return Tokenizer.load(folder)
 
@@ -385,7 +348,7 @@ def _train_and_report(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resu
         model.load_encoder(source)  # a resumed run then loads its own checkpoint over it
         del source
     if main and corpus.label_names is not None:
-        _write_json(out_dir / "labels.json", {"labels": corpus.label_names})
+        write_labels(out_dir, corpus.label_names)
 
     def evaluate_fn(m: nn.Module) -> dict:
         metrics = task.evaluate(m)
@@ -408,13 +371,13 @@ def _train_and_report(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resu
     if stopped in ("SIGINT", "SIGTERM", "signal"):
         return {"stopped": stopped, "steps": trainer.step, "checkpoint": str(out_dir / "last")}
 
-    result_path = out_dir / "result.json"
+    result_path = out_dir / RESULT_FILE
     if main:
         result = _summarize(cfg, task, model, corpus, out_dir, trainer.step, diverged_step, stopped)
         if pretrained is not None:
             result["init_from"] = pretrained.record()
         result["provenance"] = provenance
-        _write_json(result_path, result)
+        write_json(result_path, result)
     dist.barrier()
     return json.loads(result_path.read_text())
 
@@ -440,7 +403,7 @@ def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corp
         valid_metrics = task.metrics(model, "valid")
         test_metrics = task.metrics(model, "test")
         per_example = task.per_example("test")  # what a comparison's bootstrap resamples
-    log = read_log(out_dir / "log.jsonl")
+    log = read_log(out_dir / LOG_FILE)
     kind = cfg.attention
     return {
         "task": cfg.task, "data": corpus.name, "attention": kind, "seed": cfg.seed, "config": cfg.to_dict(),
@@ -451,7 +414,7 @@ def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corp
         "params": param_summary(model), "train_time_s": log["train_time_s"],
         "train_tokens_per_s": log["train_tokens_per_s"], "steps": step,
         "checkpoint": str(out_dir / link) if link is not None else None,
-        "log": str(out_dir / "log.jsonl"), "diverged": diverged_step is not None, "diverged_step": diverged_step,
+        "log": str(out_dir / LOG_FILE), "diverged": diverged_step is not None, "diverged_step": diverged_step,
         "stopped": stopped,
         **({"per_example": per_example} if per_example else {}),
     }
@@ -460,7 +423,7 @@ def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corp
 # ----------------------------------------------------------------------------- loading a trained run
 
 def load_config(run_dir: str | Path) -> ExperimentConfig:
-    path = Path(run_dir) / "experiment.json"
+    path = Path(run_dir) / EXPERIMENT_FILE
     if not path.is_file():
         raise DataError(f"{run_dir}: not a run folder (no experiment.json); give the --out folder of a training run")
     return ExperimentConfig.from_dict(json.loads(path.read_text()))

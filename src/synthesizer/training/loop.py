@@ -43,6 +43,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import os_error_line
+from ..runs.files import LOG_FILE
 from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
                          point_last, resolve_checkpoint, restore_rng_state, save_checkpoint)
@@ -414,7 +415,7 @@ class Trainer:
 
     @property
     def log_path(self) -> Path | None:
-        return self.out_dir / "log.jsonl" if self.out_dir is not None else None
+        return self.out_dir / LOG_FILE if self.out_dir is not None else None
 
     def _log(self, record: dict) -> None:
         """Append ``record`` to log.jsonl and hand its scalars to the other loggers (rank 0)."""

@@ -2,23 +2,12 @@
 one dot product over concatenated features, handed to ``scaled_dot_product_attention``.
 
 dense+vanilla has 2 d_h + 1 features (129 at d_h 64) against v's d_h, and v is padded to q's width.
-Cheaper exact forms, measured with torch 2.13 on CPU (the attention call alone, forward+backward,
-batch 4, 8 heads, seq 1024, 2 threads, interleaved medians of 5, while other jobs loaded the
-machine; ratios to d_h 64 everywhere):
-* v narrower than q (129/64): the public call accepts it but leaves the fused kernel for the math
-  kernel (the flash kernel refuses: "Q/K/V should have the same head size"): 1.90x;
-* everything padded to 136 (a multiple of 8): 1.78x in one run, 10% slower than 129 in another;
-* 128 features (b2 moved out, a lower bound: its gradient would need a second pass): 1.58x in one
-  run, 13% slower than 129 in another;
-* the current 129/129: 2.10x and 1.83x in those two runs.
-No form won in both runs, so the padded form stays. (A two-pass form cannot be exact: the softmax
-of a sum does not split.) On the idle machine (the timing of ``scripts/sdpa_widths.py``: the attention
-call alone, q, k, v at one width, batch 8, 8 heads, 2 threads, medians of 3; ratios to width 64 at seq 1024 / 2048): 65 1.09x / 1.16x,
-72 1.32x / 1.19x, 128 2.22x / 2.13x, 129 2.33x / 2.10x, 136 2.27x / 2.02x. So 129 costs no more
-than 128 (moving b2 out of the features, e.g. as per-key weights exp(b2) carried in v's padding, would
-not pay), and dense's one constant feature (65 wide) costs its attention call 9-16% (the dense
-layer measured 0.89x / 1.10x vanilla at seq 1024 / 2048): the kernel takes one head size for q, k
-and v, so the feature cannot be dropped without dropping b2.
+The cheaper exact forms that were timed (v narrower than q, which leaves the flash kernel for the
+math kernel; everything padded to a multiple of 8; 128 features with b2 moved out) won in no two
+runs alike, so the padded form stays. (A two-pass form cannot be exact: the softmax of a sum does not
+split.) Width 129 costs no more than 128 (moving b2 out of the features, e.g. as per-key weights
+exp(b2) carried in v's padding, would not pay); the kernel takes one head size for q, k and v, so
+dense's constant feature cannot be dropped without dropping b2. Figures: docs/bench/kernels.md.
 """
 
 from __future__ import annotations

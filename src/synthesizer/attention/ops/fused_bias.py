@@ -5,11 +5,8 @@ gives each row's log-sum-exp; the mask is made for that call only. The kernel gi
 its mask, and its own backward would need a second pass for it, so the backward is
 ``blockwise.attention_backward``: one pass over blocks of query rows, one example at a time, that
 recomputes the probabilities from the saved log-sum-exp and gives dq, dk, dv, the terms' gradients
-(R's summed over the batch) and the mixture weights' gradients together. Measured on the idle
-machine (forward+backward, batch 8, d_model 512, 8 heads, 2 threads, ratios to the plain sdpa layer
-of the same run): random+vanilla 1.18x / 1.34x at seq 1024 / 2048, random+dense 1.07x / 1.37x
-(the kernel's own backward plus a pass for R: 1.81x / 2.76x for random+vanilla, and slower for
-random+dense as well once this pass took one example at a time). The kernel's forward stays:
+(R's summed over the batch) and the mixture weights' gradients together: faster than the kernel's
+own backward plus a pass for R (figures: docs/bench/kernels.md). The kernel's forward stays:
 blockwise's forward takes longer.
 
 Key padding rides along as one extra feature (``q' = [q, 1]``, ``k' = [k, m if padded else 0]`` with

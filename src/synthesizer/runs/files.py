@@ -1,0 +1,117 @@
+"""The files of a run folder (``synthesizer train --out DIR``), their names and their plain readers.
+
+::
+
+    DIR/
+      experiment.json   the experiment config (task, data, model, train), written first
+      data.json         the data's provenance: corpus, origin, split and tokenizer hashes
+      labels.json       a classifier's label names, {"labels": [...]}
+      log.jsonl         one JSON record per line: "train" windows, "eval" points, "end"
+      result.json       the finished run's metrics (its presence means: finished)
+      tokenizer/, last/, best/ ...   the tokenizer and the checkpoints (training/checkpoint.py)
+
+Standard library only, so every layer that writes or reads one of these files can import it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from pathlib import Path
+
+
+def is_hf_folder(path: str | os.PathLike) -> bool:
+    """A folder with an HF ``config.json`` of model_type "synthesizer" (read without importing transformers).
+    ValueError for a ``config.json`` that does not parse (a run folder has none: it is meant as an HF one)."""
+    config = Path(path) / "config.json"
+    try:
+        data = json.loads(config.read_text()) if config.is_file() else None
+    except ValueError as e:  # cut short by a copy, or not text at all
+        raise ValueError(f"{config}: config.json is not valid JSON ({e})") from None
+    except OSError:
+        return False
+    return isinstance(data, dict) and data.get("model_type") == "synthesizer"
+
+EXPERIMENT_FILE = "experiment.json"
+DATA_FILE = "data.json"
+LABELS_FILE = "labels.json"
+LOG_FILE = "log.jsonl"
+RESULT_FILE = "result.json"
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it, then renamed)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, allow_nan=True))
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_labels(run_dir: Path, names: list[str]) -> None:
+    write_json(Path(run_dir) / LABELS_FILE, {"labels": list(names)})
+
+
+def read_labels(run_dir: str | os.PathLike) -> list[str] | None:
+    """A classifier run's label names; None for a run without labels.json."""
+    path = Path(run_dir) / LABELS_FILE
+    return read_json(path)["labels"] if path.is_file() else None
+
+
+def read_result(run_dir: Path) -> dict | None:
+    """The finished run's result.json; None while the run is not finished."""
+    path = Path(run_dir) / RESULT_FILE
+    return read_json(path) if path.exists() else None
+
+
+def log_records(path: Path) -> list[dict]:
+    """The records of a Trainer ``log.jsonl``, in order; a line cut short (a killed writer) is skipped."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def read_log(path: Path) -> dict:
+    """Curve, mixture-weight history, train time and tokens/s from a Trainer ``log.jsonl``."""
+    curve, history = [], []
+    last_train_loss, elapsed, weighted, prev = None, 0.0, 0.0, 0.0
+    for rec in log_records(path):
+        kind = rec.get("kind")
+        if kind == "train":
+            last_train_loss = rec["loss"]
+            dt = max(rec["elapsed"] - prev, 0.0)
+            weighted += rec["tokens_per_s"] * dt
+            prev = elapsed = rec["elapsed"]
+        elif kind == "eval":
+            point = {"step": rec["step"], "train_loss": last_train_loss}
+            point.update({f"valid_{k}": v for k, v in rec.items()
+                          if k not in ("kind", "step", "mixture_weights") and isinstance(v, (int, float))})
+            curve.append(point)
+            if "mixture_weights" in rec:
+                history.append({"step": rec["step"], "layers": rec["mixture_weights"]})
+        elif kind == "end":
+            elapsed = max(elapsed, rec["elapsed"])
+            prev = rec["elapsed"]
+    return {"curve": curve, "mixture_weights": history, "train_time_s": elapsed,
+            "train_tokens_per_s": weighted / elapsed if elapsed > 0 else 0.0}
+
+
+def window_speed(log_path: Path) -> float | None:
+    """Median training tokens/s over the log's windows (one per ``log_every`` steps).
+
+    The runner's ``train_tokens_per_s`` divides by wall time that includes the evaluations and
+    checkpoint saves falling inside a logging window; the median over windows is robust to those few
+    windows, so variants are compared on training speed alone.
+    """
+    speeds = [float(rec["tokens_per_s"]) for rec in log_records(log_path)
+              if rec.get("kind") == "train" and isinstance(rec.get("tokens_per_s"), (int, float))]
+    return statistics.median(speeds) if speeds else None

@@ -1,0 +1,22 @@
+"""A planned run of a comparison: which experiment trains into which run folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One (task, data, attention kind, seed) of a comparison and the run folder it trains in.
+
+    ``config`` is the task's experiment config before the kind and seed are applied (an
+    ``ExperimentConfig``; a fine-tuning run's has ``init_from`` set to its pretraining run)."""
+
+    task: str
+    data: str
+    kind: str
+    seed: int
+    config: Any
+    folder: Path
