@@ -10,7 +10,7 @@ $(BIN)/.installed: pyproject.toml requirements-dev.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements-dev.txt
-	$(BIN)/pip install -q -e '.[train,dev,hf,eval,log]'
+	$(BIN)/pip install -q -e '.[train,dev,hf,eval,log,docs]'
 	touch $@
 
 install: $(BIN)/.installed

@@ -86,7 +86,7 @@ def fast_cases():
             yield kind, impl
 
 
-# What impl="auto" must run, written by hand from the README's path table, in eval mode and in
+# What impl="auto" must run, written by hand from the path table in docs/variants.md, in eval mode and in
 # training with dropout: shared for input-independent kinds, fused for dot products, fused_bias for
 # random mixed with dot products (blockwise when dropout is on), its own kernel for factorized_dense
 # alone and reference for its mixtures. On CPU; ON_CUDA below says what changes on a GPU.

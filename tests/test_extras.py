@@ -15,7 +15,7 @@ def test_extras_and_distribution_match_pyproject():
     assert pyproject["project"]["name"] == DISTRIBUTION
     assert set(EXTRAS) == set(pyproject["project"]["optional-dependencies"])
     assert install_command("hub") == "pip install 'synthesizer-pytorch[hub]'"
-    with pytest.raises(ValueError, match="unknown extra 'nope'; allowed: train, hub, bench, dev, hf, eval, log, gpu"):
+    with pytest.raises(ValueError, match="unknown extra 'nope'; allowed: train, hub, bench, dev, hf, eval, log, gpu, docs"):
         install_command("nope")
 
 

@@ -167,7 +167,7 @@ def damage(path, how: str) -> None:
                                        ("config not JSON", "config.json")])
 def test_any_unreadable_checkpoint_file_is_corrupt_and_resume_falls_back(tmp_path, how, name):
     """Whatever is wrong with a file of the newest checkpoint: one line naming it, and --resume goes on
-    from the older intact checkpoint (as the README promises for a corrupt one)."""
+    from the older intact checkpoint (as docs/training.md promises for a corrupt one)."""
     from synthesizer.training.checkpoint import CheckpointError
     from test_training_toy import make_trainer
 

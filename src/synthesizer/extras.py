@@ -25,6 +25,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "eval": ("lm_eval",),
     "log": ("tensorboard",),
     "gpu": ("triton",),
+    "docs": ("mkdocs", "material"),
 }
 
 
