@@ -550,7 +550,7 @@ def test_compare_help_says_what_each_size_is_for(capsys):
         main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "{quick,standard,full}" in text
-    assert "quick: the README demo, at most about 5 minutes" in text
+    assert "quick: a demonstration, at most about 5 minutes" in text
     assert "standard: trained until vanilla's validation curve has flattened, 30 minutes to 3 hours per preset for 3 seeds" in text
     assert "full: the shipped CPU configs as they are" in text
 

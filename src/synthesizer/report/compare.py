@@ -656,7 +656,7 @@ def _parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", choices=sorted(PRESETS), help="the experiment family to run")
     p.add_argument("--size", choices=SIZES, default="quick",
-                   help="quick: the README demo, at most about 5 minutes on 2 cores with --jobs 2; standard: "
+                   help="quick: a demonstration, at most about 5 minutes on 2 cores with --jobs 2; standard: "
                         "trained until vanilla's validation curve has flattened, 30 minutes to 3 hours per "
                         "preset for 3 seeds with --jobs 2 (only for the presets that have it); full: the shipped "
                         "CPU configs as they are (default: quick)")
