@@ -254,8 +254,12 @@ def test_sigterm_to_a_parallel_comparison_stops_and_checkpoints_its_runs_leaving
     assert not (out / "runs/lm-sotu/dense").exists()  # not started after the signal
 
 
+# The comparison as a terminal starts it: Ctrl-C handled. A process started in the background by a
+# non-interactive shell (`cmd &`, as a CI script may run the suite) inherits SIGINT ignored, and Python
+# then leaves it ignored: the child would never see the Ctrl-C this test sends.
 CTRL_C_COMPARE = """
-import functools, sys
+import functools, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {here!r})
 from test_report_compare import SlowRunner, config_fn, load_fn
 from synthesizer.report import compare
