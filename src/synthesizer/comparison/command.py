@@ -39,7 +39,8 @@ def train_command(run: PlannedRun, threads: int | None = None) -> str:
     return shlex.join(args)
 
 
-def plan_commands(options: Options, config_fn: Callable | None = None, log: Callable[[str], None] | None = None) -> list[str]:
+def plan_commands(options: Options, config_fn: Callable | None = None,
+                  log: Callable[[str], None] | None = None) -> list[str]:
     """The command lines of the runs of ``options``'s comparison not finished yet; nothing is written.
 
     For a pretrained preset, while a pretraining run the fine-tuning needs is unfinished, only the
