@@ -102,8 +102,9 @@ TIMING = re.compile(r"^- (command|machine|wall time|finished|speeds)")  # the he
 
 
 def same_report(folder: Path) -> tuple[str, dict]:
-    """The report without its timings (the header's when and how, every number masked) and every run's numbers."""
-    md = "\n".join(re.sub(r"[0-9]", "#", line) for line in (folder / "report.md").read_text().splitlines()
+    """The report without its timings (the header's when and how, every number masked: speeds and times differ)
+    and every run's numbers."""
+    md = "\n".join(re.sub(r"[0-9][0-9.,]*", "#", line) for line in (folder / "report.md").read_text().splitlines()
                    if not TIMING.match(line))
     results = load_results(folder)
     numbers = {(r["task"], r["data"], r["attention"], r["seed"]): (r["test_metrics"], r["valid_metrics"], r["curve"],
