@@ -26,10 +26,10 @@ from .run import run_comparison
 
 
 def _split_list(values: list[str] | None) -> list[str] | None:
+    """``["a,b", "c"]`` -> ``["a", "b", "c"]``; None stays None (the preset's default)."""
     if values is None:
         return None
     return [v for item in values for v in item.split(",") if v.strip()]
-
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``synthesizer compare ARGS``: 0 once the report is written (or the plan printed), 1 if no run finished."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     command = "synthesizer compare " + shlex.join(argv)
