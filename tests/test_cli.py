@@ -137,9 +137,9 @@ def test_generate_by_default_fits_the_models_max_len_and_says_what_fits(runs, ca
 
 def test_bench_and_compare_forward_the_rest_of_the_command_line(monkeypatch, capsys):
     seen = {}
-    fake = types.ModuleType("synthesizer.report.compare")
+    fake = types.ModuleType("synthesizer.comparison.main")
     fake.main = lambda argv: seen.setdefault("compare", argv) and 0
-    monkeypatch.setitem(sys.modules, "synthesizer.report.compare", fake)
+    monkeypatch.setitem(sys.modules, "synthesizer.comparison.main", fake)
     code, _, _ = run_cli(["compare", "runs/a", "--out", "x"], capsys)
     assert code == 0 and seen["compare"] == ["runs/a", "--out", "x"]
     import synthesizer.bench.__main__ as bench

@@ -24,10 +24,13 @@ ROOT = "synthesizer"
 #   - runs.files is the run folder's file names and plain readers/writers: stdlib only, low enough that
 #     the experiment runner (tasks) and the training loop (log.jsonl) write them; the rest of runs/ (the
 #     planned run) sits above tasks. runs/__init__ imports nothing, so importing runs.files runs no more.
+#   - comparison plans and executes the runs (a process pool, or command lines for another scheduler) and
+#     then writes the report; report itself is pure (see test_the_report_trains_nothing).
 #   - errors (one line per user error) and extras (missing optional modules) import nothing above them.
 LAYERS: list[tuple[str, ...]] = [
     ("synthesizer.__main__",),  # `python -m synthesizer`
     ("synthesizer", "synthesizer.cli", "synthesizer.demo"),
+    ("synthesizer.comparison",),  # plans and trains a comparison's runs, then hands the results to report
     ("synthesizer.report", "synthesizer.bench", "synthesizer.hf"),
     ("synthesizer.runs",),
     ("synthesizer.tasks",),
@@ -213,3 +216,35 @@ def test_each_run_file_name_is_spelled_in_one_module():
 def test_every_module_has_one_place_in_the_layers(name):
     assert unit_of(name)[1] == {"synthesizer.attention.ops.fused": "synthesizer.attention",
                                 "synthesizer.runs.files": "synthesizer.runs.files", "synthesizer": ROOT}[name]
+
+
+# What report/ may not import, at any depth: it turns results into documents and trains nothing.
+NOT_IN_REPORT = ("multiprocessing", "subprocess", "signal")
+NOT_IN_REPORT_PROJECT = ("synthesizer.tasks.experiment", "synthesizer.comparison")
+
+
+def _imported_names(path: Path) -> set[str]:
+    """The absolute names of every import statement of a module (relative ones left out)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_report_trains_nothing():
+    """report/ (records -> groups -> claims -> document) starts no process, handles no signal and does not
+    reach the experiment runner or the comparison's planning, directly or through the modules it imports."""
+    mods, graph = module_files(), import_graph()
+    report = [name for name in mods if name == "synthesizer.report" or name.startswith("synthesizer.report.")]
+    wrong = [f"{name} imports {imported}" for name in report for imported in _imported_names(mods[name][0])
+             if imported.split(".")[0] in NOT_IN_REPORT]
+    reached, todo = set(), list(report)
+    while todo:
+        for target in graph[todo.pop()] - reached:
+            reached.add(target)
+            todo.append(target)
+    wrong += sorted(name for name in reached if name.startswith(NOT_IN_REPORT_PROJECT))
+    assert wrong == []

@@ -291,7 +291,8 @@ def test_per_example_statistics_give_a_one_seed_interval():
 def test_run_records_with_per_sentence_bleu_are_judged_by_the_bootstrap():
     """One seed per variant, as a run writes it (``per_example`` next to ``test_metrics``): the seed
     interval cannot exist, so a decided verdict must come from the bootstrap over the test sentences."""
-    from synthesizer.report.stats import bleu_sentence_stats, metric_of
+    from synthesizer.report.stats import metric_of
+    from synthesizer.tasks.metrics import bleu_sentence_stats
 
     refs = [f"the {w} sat on the mat near house {i}" for i, w in enumerate(["cat", "dog", "bird", "fox"] * 50)]
 
@@ -372,7 +373,7 @@ CLOSE = dict(fixed_random=[301.0, 311.0, 306.0], random=[300.5, 310.5, 305.5], d
 
 def test_where_vanilla_does_not_clearly_beat_none_every_check_cannot_tell_with_that_reason():
     from synthesizer.report.claims import NOTHING_MEASURABLE, attention_notes
-    from synthesizer.report.compare import print_tables
+    from synthesizer.report.summary import print_tables
 
     clear = verdicts(lm_runs([450.0, 470.0, 440.0], **CLOSE))
     assert clear[1].verdict == SUPPORTS and clear[2].verdict == SUPPORTS  # attention matters: judged

@@ -17,7 +17,10 @@ import pytest
 from synthesizer.models.config import ModelConfig
 from synthesizer.models.lm import LanguageModel
 from synthesizer.report import plots as plots_mod
-from synthesizer.report.compare import Pace, data_name, main, run_comparison
+from synthesizer.comparison import run_comparison
+from synthesizer.comparison.main import main
+from synthesizer.comparison.pace import Pace
+from synthesizer.comparison.plan import data_name
 from synthesizer.report.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
 from synthesizer.report.results import load_results
 from synthesizer.runs.files import window_speed
@@ -118,7 +121,7 @@ def test_compare_runs_every_kind_and_writes_the_report(tmp_path):
 
 
 def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
     first = FakeRunner(stop={"random"})
     results, lines = run(tmp_path, first, heatmaps=False)
     assert [c[0] for c in first.calls] == ["vanilla", "random"]  # stopped at the interrupted run
@@ -134,7 +137,7 @@ def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatc
 
 def test_a_comparison_resumes_from_its_results_json_alone(tmp_path, monkeypatch):
     # as on another machine: the run folders (checkpoints) are gone, the committed results.json is not
-    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
     run(tmp_path, FakeRunner(stop={"random+vanilla"}))  # interrupted before the end-of-comparison maps
     saved = load_results(tmp_path)
     assert set(saved["attention"]["lm-sotu"]) == {"vanilla", "random"}  # taken as each run finished
@@ -150,7 +153,7 @@ def test_a_comparison_resumes_from_its_results_json_alone(tmp_path, monkeypatch)
 
 
 def test_a_finished_run_with_another_config_is_refused_not_mixed_in(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
     run(tmp_path, FakeRunner(), heatmaps=False, steps=5)
     with pytest.raises(ValueError, match=r"runs/lm-sotu/vanilla/seed0 finished with train.max_steps=5, but this "
                                          r"comparison trains train.max_steps=7; give the comparison a new --out"):
@@ -169,7 +172,7 @@ def test_finished_runs_of_an_older_synthesizer_are_refused_not_mixed_in(tmp_path
 
     from synthesizer.training import save_checkpoint
 
-    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
     run(tmp_path, FakeRunner(), heatmaps=False)
     run_dir = tmp_path / "runs/lm-sotu/random/seed0"
     file = save_checkpoint(run_dir, nn.Linear(2, 2), step=5, best=True) / "model.safetensors"
@@ -180,7 +183,7 @@ def test_finished_runs_of_an_older_synthesizer_are_refused_not_mixed_in(tmp_path
 
 
 def test_parallel_jobs_train_every_run_once_and_match_one_job(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
     serial, _ = run(tmp_path / "serial", FakeRunner(), seeds=2, heatmaps=False)
     finished = "runs/lm-sotu/random/seed1"  # finished before: only read back
     shutil.copytree(tmp_path / "serial" / finished, tmp_path / "parallel" / finished)
@@ -197,7 +200,7 @@ def test_parallel_jobs_train_every_run_once_and_match_one_job(tmp_path, monkeypa
 
 
 def test_a_run_whose_process_dies_is_a_failed_record_and_the_others_go_on(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
     results, lines = run(tmp_path, FakeRunner(die={"random"}), heatmaps=False, jobs=2, threads=1)
     assert [r["attention"] for r in results["runs"] if "error" in r] == ["random"] and len(results["runs"]) == 3
     assert any("random seed0: FAILED: the process training it died (killed by SIGKILL)" in line for line in lines)
@@ -225,7 +228,7 @@ SIGTERM_COMPARE = """
 import sys
 sys.path.insert(0, {here!r})
 from test_report_compare import SlowRunner, config_fn, load_fn
-from synthesizer.report.compare import run_comparison
+from synthesizer.comparison import run_comparison
 try:
     run_comparison("lm", "quick", out={out!r}, run_fn=SlowRunner(), config_fn=config_fn, load_fn=load_fn,
                    kinds=["vanilla", "random", "dense"], baselines=[], jobs=2, threads=1, heatmaps=False, log=print)
@@ -262,7 +265,7 @@ import functools, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {here!r})
 from test_report_compare import SlowRunner, config_fn, load_fn
-from synthesizer.report import compare
+import synthesizer.comparison.main as compare
 compare.run_comparison = functools.partial(compare.run_comparison, run_fn=SlowRunner(), config_fn=config_fn,
                                            load_fn=load_fn)
 from synthesizer.cli import main
@@ -335,7 +338,7 @@ def test_a_failing_variant_is_reported_and_the_rest_continues(tmp_path, monkeypa
 def test_render_merges_two_comparisons(tmp_path, monkeypatch):
     no_plots(monkeypatch)
     with monkeypatch.context() as m:
-        m.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+        m.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
         run(tmp_path / "a", FakeRunner(), kinds=["vanilla", "random"])
         run(tmp_path / "b", FakeRunner(), kinds=["random+vanilla"])
     main(["--render", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "merged")])
@@ -368,7 +371,7 @@ def test_every_preset_builds_valid_configs():
 
 def test_the_time_left_follows_the_pace_of_the_runs_trained_here(monkeypatch):
     clock = iter([100.0, 100.0, 130.0, 160.0, 190.0])  # Pace(): 100; a read-back restarts at 100; then 130, ...
-    monkeypatch.setattr("synthesizer.report.compare.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("synthesizer.comparison.pace.time.perf_counter", lambda: next(clock))
     pace = Pace(5)
     assert pace.after(1, 0.0) == ""  # read back from an earlier invocation: no pace, the clock starts now
     assert pace.after(2, 30.0) == "; about 1.5 min to go for 3 more runs"  # 30 s a run so far
@@ -379,7 +382,7 @@ def test_the_time_left_follows_the_pace_of_the_runs_trained_here(monkeypatch):
 
 def test_a_run_read_back_between_trained_ones_does_not_reset_the_pace(monkeypatch):
     clock = iter([0.0, 40.0, 41.0, 81.0])  # one job: trained, read back, trained, each trained run 40 s
-    monkeypatch.setattr("synthesizer.report.compare.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("synthesizer.comparison.pace.time.perf_counter", lambda: next(clock))
     pace = Pace(4)
     assert pace.after(1, 40.0) == "; about 2.0 min to go for 3 more runs"
     assert pace.after(2, 0.0) == "; about 1.3 min to go for 2 more runs"  # 80 s
@@ -397,7 +400,7 @@ def test_window_speed_is_the_median(tmp_path):
 
 def test_own_data_replaces_the_preset_corpus(tmp_path, monkeypatch):
     # `--set 'data={...}'` swaps the whole data section: the quick size's limit goes with the corpus
-    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
     seen = []
 
     def runner(cfg, out_dir, resume=False, progress=True):
@@ -526,7 +529,7 @@ def test_a_task_without_a_standard_size_is_refused_before_any_run(tmp_path, monk
 
 
 def test_a_task_left_out_of_the_standard_size_for_a_reason_is_skipped_and_the_report_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
     why = "vanilla still learning after 3000 steps"
     tasks = (PresetTask("lm-sotu-small", ("train.max_steps=3",), "kept", standard=("train.max_steps=9",)),
              PresetTask("cls-rotten-small", ("train.max_steps=3",), "left out", not_standard=why))
@@ -573,7 +576,7 @@ def test_every_preset_trains_none_and_flags_kinds_not_better_than_it(tmp_path):
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_warning_about_the_data_is_printed_once_per_comparison_not_once_per_run(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr("synthesizer.report.compare.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
     results, lines = run(tmp_path, FakeRunner(warn=True), seeds=2, heatmaps=False, jobs=jobs, threads=1)
     data = [line for line in lines if "sequences were truncated" in line]
     assert data == ["lm-sotu: UserWarning: sotu train: 3 sequences were truncated to the length limit"]
@@ -585,7 +588,7 @@ def test_a_warning_about_the_data_is_printed_once_per_comparison_not_once_per_ru
 
 def test_more_seeds_on_an_existing_folder_train_only_the_new_ones_and_rerender(tmp_path, monkeypatch):
     rendered = []
-    monkeypatch.setattr("synthesizer.report.compare.build_report",
+    monkeypatch.setattr("synthesizer.report.summary.build_report",
                         lambda results, folder: (rendered.append(sorted({r["seed"] for r in results["runs"]})),
                                                  (folder, folder))[1])
     run(tmp_path, FakeRunner(), seeds=2, heatmaps=False)

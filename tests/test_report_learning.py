@@ -6,7 +6,7 @@ import math
 import pytest
 
 from synthesizer.report.claims import evaluate_claims, verdict_reason
-from synthesizer.report.compare import print_tables
+from synthesizer.report.summary import print_tables
 from synthesizer.report.document import build_report
 from synthesizer.report.learning import FLAT_DROP, curve_drop
 from synthesizer.report.groups import build_groups

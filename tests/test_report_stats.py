@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from synthesizer.report.stats import (bleu_sentence_stats, bootstrap_differences, metric_of, paired_bootstrap,
-                                      paired_t_interval, per_example_of, t_interval, t_quantile)
+from synthesizer.report.stats import (bootstrap_differences, metric_of, paired_bootstrap, paired_t_interval,
+                                      per_example_of, t_interval, t_quantile)
+from synthesizer.tasks.metrics import bleu_sentence_stats
 
 
 @pytest.mark.parametrize("df, expected", [(1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (9, 2.262), (10, 2.228),

@@ -312,7 +312,7 @@ def _forward(command: str, argv: list[str]) -> int:
         from .bench.__main__ import main as bench_main
         bench_main(argv, prog="synthesizer bench")
         return 0
-    from .report.compare import main as compare_main
+    from .comparison.main import main as compare_main
     return compare_main(argv) or 0
 
 

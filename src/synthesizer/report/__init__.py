@@ -1,8 +1,9 @@
-"""Comparisons and their reports: presets, the comparison table, the paper's claims, plots, markdown/HTML."""
+"""Reports of comparisons, pure: results.json -> groups -> learning and the paper's claims -> markdown/HTML,
+plots. Training the runs is ``synthesizer.comparison``'s."""
 
 from .claims import evaluate_claims
-from .compare import main, render, run_comparison
 from .presets import DEFAULT_KINDS, PRESETS
 from .groups import build_groups
+from .summary import render
 
-__all__ = ["DEFAULT_KINDS", "PRESETS", "build_groups", "evaluate_claims", "main", "render", "run_comparison"]
+__all__ = ["DEFAULT_KINDS", "PRESETS", "build_groups", "evaluate_claims", "render"]

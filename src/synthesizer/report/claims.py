@@ -689,7 +689,7 @@ def claim6(groups: list[Group]) -> Verdict:
 PAPER_T5_SUPERGLUE = {"vanilla": 71.66, "dense": 61.03, "factorized_dense": 62.78, "random": 54.27,
                       "random+vanilla": 75.24, "dense+vanilla": 74.25}
 SUPERGLUE_TRIVIAL = 47.1
-# the group of the GLUE-style average over a pretrained preset's fine-tuned tasks (report.compare.put_averages)
+# the group of the GLUE-style average over a pretrained preset's fine-tuned tasks (report.average.put_averages)
 GLUE_TASK, GLUE_DATA = "glue", "average"
 
 

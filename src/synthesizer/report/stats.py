@@ -8,8 +8,8 @@ Per-example statistics (the ``per_example`` field of a run record, see :func:`pe
 * ``"accuracy"``: ``[n]`` 0/1 per test example; the metric is their mean (a fraction, like ``accuracy``);
 * ``"rouge"``: ``[n]`` the example's ROUGE F-measure in points (0..100); the metric is their mean;
 * ``"bleu"``: ``[n, 2 + 2N]`` sacreBLEU's sufficient statistics per sentence, ``[hyp_len, ref_len,
-  correct_1..N, total_1..N]`` (N = 4 for BLEU, 1 for BLEU-1); the metric is corpus BLEU of the summed
-  statistics, recomputed on every resample.
+  correct_1..N, total_1..N]`` (N = 4 for BLEU, 1 for BLEU-1; ``tasks.metrics.bleu_sentence_stats``); the
+  metric is corpus BLEU of the summed statistics, recomputed on every resample.
 """
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-
-# per-sentence BLEU statistics are computed where the metrics are (re-exported for the report's users)
-from ..tasks.metrics import bleu_sentence_stats  # noqa: F401
 
 PER_EXAMPLE_KINDS = ("accuracy", "bleu", "rouge")
 DEFAULT_RESAMPLES = 1000

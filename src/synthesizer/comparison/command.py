@@ -1,0 +1,71 @@
+"""``synthesizer compare ... --plan``: the ``synthesizer train`` command line of every run still to train,
+for any scheduler (a Slurm array, GNU parallel, Kubernetes jobs) to run instead of the local pool.
+
+Each line trains exactly the run the local pool would: the same config name and overrides (the preset's
+size, ``--steps``, the user's ``--set``), then its seed (and, when fine-tuning, its pretraining folder),
+the kind and its run folder. ``--resume`` makes a line safe to run again (a run stopped halfway
+continues from its checkpoint; a fresh folder starts as without it). Paths are as the comparison
+names them, so the lines run from the folder the ``compare`` command ran in. Running the same
+``compare`` command afterwards reads the finished folders back and writes the report.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from typing import Callable
+
+from ..report.results import FILENAME, empty_results, load_results
+from ..runs.plan import PlannedRun
+from .plan import Options, Plan, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
+
+PROGRAM = "synthesizer"
+
+
+def train_command(run: PlannedRun, threads: int | None = None) -> str:
+    """The ``synthesizer train`` line that trains ``run`` into its folder (one line, quoted for a POSIX shell)."""
+    if not run.config_name:
+        raise ValueError(f"{run.folder}: its config was not built from a config name, so no command trains it")
+    sets = [*run.overrides, f"seed={run.seed}"]  # after the user's: the comparison's seed wins, as in the pool
+    if run.config.init_from is not None:  # quoted as YAML: any folder name reads back as a string
+        sets.append(f"init_from={json.dumps(str(run.config.init_from))}")
+    args = [PROGRAM, "train", "--config", run.config_name, "--attention", run.kind]
+    for item in sets:
+        args += ["--set", item]
+    args += ["--out", str(run.folder), "--resume", "--quiet"]
+    if threads is not None:
+        args += ["--threads", str(threads)]
+    return shlex.join(args)
+
+
+def plan_commands(options: Options, config_fn: Callable | None = None,
+                  log: Callable[[str], None] | None = None) -> list[str]:
+    """The command lines of the runs of ``options``'s comparison not finished yet; nothing is written.
+
+    For a pretrained preset, while a pretraining run the fine-tuning needs is unfinished, only the
+    pretraining lines (the fine-tuning ones follow from the same command once they have finished).
+    ``log`` (default: standard error) says what the lines are and what to run next."""
+    if config_fn is None:
+        from ..tasks.config import ExperimentConfig
+
+        config_fn = ExperimentConfig.from_file
+    log = log or (lambda line: print(line, file=sys.stderr))
+    comparison = resolve(options, config_fn, log)
+    saved = comparison.out / FILENAME
+    plan = plan_runs(comparison, load_results(saved) if saved.exists() else empty_results())
+    todo = [run for run in plan.runs if not is_finished(run)]
+    if plan.kept:
+        log(f"{plan.kept} finished run(s) recorded in {saved} without their folders: kept, not retrained")
+    pretraining = [run for run in pretraining_runs(comparison, Plan(todo)) if not is_finished(run)]
+    if pretraining:
+        log(f"{len(pretraining)} pretraining run(s) to train first; once they have finished, the same command "
+            f"with --plan gives the {len(todo)} fine-tuning run(s) that start from them")
+        return [train_command(run, options.threads) for run in pretraining]
+    if comparison.pretrain is not None:
+        folders = {(run.kind, run.seed): run.folder for run in pretraining_runs(comparison, Plan(todo))}
+        todo = [from_pretrained(run, folders[(run.kind, run.seed)]) for run in todo]
+    rest = "then " if todo else ""
+    log(f"{len(todo)} run(s) to train, one line each (in any order, or all at once); {rest}the same command "
+        "without --plan writes the report")
+    return [train_command(run, options.threads) for run in todo]

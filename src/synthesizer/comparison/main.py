@@ -1,0 +1,90 @@
+"""`synthesizer compare`: train a list of attention kinds on a preset's tasks, then write the report.
+
+    synthesizer compare --preset lm [--size quick|standard|full] [--kinds ...] [--baselines linformer ...]
+                        [--seeds N] [--out DIR] [--steps N] [--set key=value ...] [--jobs N --threads T] [--plan]
+    synthesizer compare --render DIR [DIR ...] [--out DIR]
+
+Runs live in ``OUT/runs/<task>-<data>/<kind>/seed<k>/``; finished ones are read back, interrupted ones
+resumed (:mod:`.run`). With ``--jobs N`` the runs train N at a time, each in its own process (small models
+use few cores well, so on a 2-core machine two one-thread runs finish a comparison almost twice as fast as
+one). With ``--plan`` nothing trains: the ``synthesizer train`` line of every run still to train is printed
+for another scheduler (:mod:`.command`), and the same command without ``--plan`` then writes the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import sys
+
+from ..report.presets import DEFAULT_KINDS, PRESETS, SIZES
+from ..report.summary import render
+from .command import plan_commands
+from .plan import Options
+from .run import run_comparison
+
+
+def _split_list(values: list[str] | None) -> list[str] | None:
+    """``["a,b", "c"]`` -> ``["a", "b", "c"]``; None stays None (the preset's default)."""
+    if values is None:
+        return None
+    return [v for item in values for v in item.split(",") if v.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="synthesizer compare", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), help="the experiment family to run")
+    p.add_argument("--size", choices=SIZES, default="quick",
+                   help="quick: a demonstration, at most about 5 minutes on 2 cores with --jobs 2; standard: "
+                        "trained until vanilla's validation curve has flattened, 30 minutes to 3 hours per "
+                        "preset for 3 seeds with --jobs 2 (only for the presets that have it); full: the shipped "
+                        "CPU configs as they are (default: quick)")
+    p.add_argument("--kinds", nargs="+", metavar="KIND",
+                   help=f"attention kinds to train (default: {' '.join(DEFAULT_KINDS)})")
+    p.add_argument("--baselines", nargs="*", metavar="NAME",
+                   help="baselines to train as well (linformer, lightconv, dynamicconv; default: the preset's)")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="seeds per variant (0..N-1); on a folder of an earlier comparison only the missing seeds train")
+    p.add_argument("--out", help="comparison folder (default: runs/compare-<preset>-<size>)")
+    p.add_argument("--steps", type=int, help="training steps per run (scales eval/warm-up to fit)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override for every run, e.g. train.lr=1e-3 (repeatable)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="runs to train at a time, each in its own process (default 1; 2 on a 2-core machine "
+                        "nearly halves the wall time of small presets)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="CPU threads for torch in each run (default: torch's choice with one job, the cores "
+                        "shared out with several; 1 is faster on a busy machine)")
+    p.add_argument("--no-heatmaps", action="store_true", help="skip loading checkpoints for attention heatmaps")
+    p.add_argument("--render", nargs="+", metavar="DIR", help="only re-render (and merge) existing results")
+    p.add_argument("--plan", action="store_true",
+                   help="train nothing: print the `synthesizer train` command of every run still to train, one a "
+                        "line, for a cluster's scheduler to run; then the same command without --plan writes the "
+                        "report (docs/comparisons.md, \"Run on a cluster\")")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``synthesizer compare ARGS``: 0 once the report is written (or the plan printed), 1 if no run finished."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser().parse_args(argv)
+    command = "synthesizer compare " + shlex.join(argv)
+    if args.render:
+        if args.plan:
+            raise ValueError("--plan lists the runs of a comparison to train (--preset), --render trains nothing")
+        render(args.render, args.out, command=command)
+        return 0
+    if not args.preset:
+        raise ValueError(f"give --preset (one of {', '.join(sorted(PRESETS))}) or --render DIR")
+    options = Options(args.preset, args.size, _split_list(args.kinds), _split_list(args.baselines), args.seeds,
+                      args.out, args.steps, tuple(args.overrides), args.jobs, args.threads, not args.no_heatmaps,
+                      command)
+    if args.plan:
+        for line in plan_commands(options):
+            print(line, flush=True)
+        return 0
+    fields = {field.name: getattr(options, field.name) for field in dataclasses.fields(options)}
+    results = run_comparison(**fields)  # looked up here: a caller may wrap it (tests pass fake runners)
+    return 0 if results["runs"] else 1

@@ -1,0 +1,220 @@
+"""Planning a comparison: its tasks and kinds, the run folder of every (task, kind, seed), and which runs
+are done (finished in their folder, or recorded in ``results.json``) or refused (finished with another
+config). Nothing here trains or writes anything.
+
+Runs live in ``OUT/runs/<task>-<data>/<kind>/seed<k>/``; a pretrained preset's pretraining runs in
+``OUT/runs/pretrain-<data>/<kind>/seed<k>/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import check_out_dir, path_component, positive_int
+from ..report.presets import DEFAULT_KINDS, PresetTask, get_preset, sized_tasks, steps_overrides, task_overrides
+from ..report.tables import group_key
+from ..runs.files import RESULT_FILE, read_result
+from ..runs.plan import PlannedRun
+
+
+@dataclass(frozen=True)
+class Options:
+    """What ``synthesizer compare`` is asked for: a preset at a size, the kinds and seeds, the folder,
+    and how to train (``jobs`` runs at a time with ``threads`` torch threads each)."""
+
+    preset: str
+    size: str = "quick"
+    kinds: list[str] | None = None  # default: the preset's kinds, else DEFAULT_KINDS
+    baselines: list[str] | None = None  # default: the preset's baselines
+    seeds: int = 1
+    out: str | Path | None = None  # default: runs/compare-<preset>-<size>
+    steps: int | None = None
+    overrides: tuple[str, ...] = ()
+    jobs: int = 1
+    threads: int | None = None
+    heatmaps: bool = True
+    command: str = ""  # the command line, kept in results.json
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """One task of a comparison: the config its runs start from, built from ``name`` and ``overrides``."""
+
+    name: str  # a shipped config's name or a config file (PresetTask.config)
+    overrides: tuple[str, ...]
+    config: Any  # ExperimentConfig
+    label: str = ""  # the preset's name for it, or "" on the user's own data
+
+    @property
+    def key(self) -> str:
+        """The group of its runs, ``<task>-<data>``."""
+        return group_key(self.config.task, data_name(self.config))
+
+    def run(self, out: Path, kind: str, seed: int) -> PlannedRun:
+        """The planned run of ``kind`` and ``seed`` in its folder under ``out``."""
+        cfg = self.config
+        return PlannedRun(cfg.task, data_name(cfg), kind, seed, cfg, run_folder(out, cfg, kind, seed),
+                          self.name, self.overrides)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison resolved from its :class:`Options`: checked kinds, the tasks' configs, the folder."""
+
+    preset: str
+    size: str
+    kinds: list[str]
+    seeds: int
+    out: Path
+    tasks: list[TaskPlan]
+    pretrain: TaskPlan | None = None  # a pretrained preset's pretraining, run once per (kind, seed)
+    left_out: dict[str, str] = field(default_factory=dict)  # {config: why} of the tasks left out at this size
+
+
+@dataclass
+class Plan:
+    """The runs of a comparison still to train or to read back, in order (all kinds of seed 0 first)."""
+
+    runs: list[PlannedRun]
+    kept: int = 0  # finished runs recorded in results.json whose folders are gone: kept, not retrained
+
+
+def data_name(cfg) -> str:
+    """The name a run's data goes by (the built-in corpus, hub id or file stem), as run_experiment reports it."""
+    d = cfg.data
+    if "corpus" in d:
+        return d["corpus"]
+    if "corpora" in d:  # pretraining on several corpora (data/pretraining.py names it so)
+        return "+".join(d["corpora"])
+    if "hub" in d:
+        return str(d["hub"])
+    return d.get("name") or Path(d["train"]).name.split(".")[0]
+
+
+def run_folder(out: Path, cfg, kind: str, seed: int) -> Path:
+    """``OUT/runs/<task>-<data>/<kind>/seed<N>``; each name must be one folder name, so that no run is
+    written outside ``out`` (a data name such as ``x/../..`` would be)."""
+    key = path_component("data name", group_key(cfg.task, data_name(cfg)))
+    return out / "runs" / key / path_component("attention kind", kind) / f"seed{seed}"
+
+
+def check_kinds(kinds: list[str]) -> list[str]:
+    """Canonical, de-duplicated kinds; ValueError naming a bad one and the allowed kinds."""
+    from ..attention.factory import check_kind
+
+    out = []
+    for kind in kinds:
+        name = check_kind(kind)
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def resolve(options: Options, config_fn: Callable, log: Callable[[str], None]) -> Comparison:
+    """Check ``options`` and build every task's config with ``config_fn(name, overrides)``; ValueError
+    (before any folder is made) for a bad preset, size, kind, count or folder."""
+    spec = get_preset(options.preset)
+    positive_int("--seeds", options.seeds)
+    for name, value in (("--jobs", options.jobs), ("--threads", options.threads)):
+        if value is not None:
+            positive_int(name, value)
+    kinds = check_kinds([*(options.kinds or spec.kinds or DEFAULT_KINDS),
+                         *(spec.baselines if options.baselines is None else options.baselines)])
+    extra = steps_overrides(options.steps) if options.steps is not None else []
+    runnable, left_out = sized_tasks(spec, options.size)
+    sized = [(t, task_overrides(t, options.size, options.preset)) for t in runnable]  # each has the size, or none runs
+    for config, why in left_out.items():
+        log(f"{config}: left out at the {options.size} size ({why})")
+    tasks = [_task(t, [*size, *extra], list(options.overrides), config_fn) for t, size in sized]
+    pretrain = getattr(spec, "pretrain", None)
+    if pretrain is not None:  # the user's data.* overrides are the fine-tuning tasks' data, not the pretraining's
+        own = [o for o in options.overrides if not o.strip().startswith("data.")]
+        pretrain = _task(pretrain, [*task_overrides(pretrain, options.size, options.preset), *extra], own, config_fn)
+    out = Path(options.out or f"runs/compare-{options.preset}-{options.size}")
+    check_out_dir("--out", out)
+    return Comparison(options.preset, options.size, kinds, options.seeds, out, tasks, pretrain, left_out)
+
+
+def _task(task: PresetTask, preset_overrides: list[str], own: list[str], config_fn: Callable) -> TaskPlan:
+    """The task's config with the preset's overrides, then the user's ``own``. Its label is the preset's
+    (e.g. "language modelling (State of the Union)") when it still trains the preset's data: a report on
+    the user's own data names the group after the data its runs record."""
+    overrides = (*preset_overrides, *own)
+    config = config_fn(task.config, list(overrides))
+    preset_config = config_fn(task.config, list(preset_overrides)) if own else config
+    label = task.label if data_name(config) == data_name(preset_config) else ""
+    return TaskPlan(task.config, overrides, config, label)
+
+
+def plan_runs(comparison: Comparison, results: dict) -> Plan:
+    """Every (seed, task, kind) not recorded as finished in ``results`` without its folder, in that
+    order; a run finished in its folder stays in the plan (it is read back, not retrained). ValueError
+    for a finished run whose config is not the one planned."""
+    out = comparison.out
+    recorded = {(r["task"], r["data"], r["attention"], int(r.get("seed", 0))): r
+                for r in results["runs"] if "error" not in r}
+    plan, seen = Plan([]), set()
+    for seed in range(comparison.seeds):
+        for task in comparison.tasks:
+            for kind in comparison.kinds:
+                run = task.run(out, kind, seed)
+                if run.folder in seen:  # two tasks given the same data train it once
+                    continue
+                seen.add(run.folder)
+                record = read_result(run.folder)
+                in_folder = record is not None
+                if not in_folder:
+                    record = recorded.get((run.task, run.data, kind, seed))
+                if record is not None:
+                    check_same_config(record, run_config(run), run.folder.relative_to(out))
+                    if not in_folder:  # recorded in results.json, trained elsewhere or its folder removed
+                        plan.kept += 1
+                        continue
+                plan.runs.append(run)
+    return plan
+
+
+def pretraining_runs(comparison: Comparison, plan: Plan) -> list[PlannedRun]:
+    """The pretraining run of every (kind, seed) that a run of ``plan`` fine-tunes from (finished ones
+    need no pretraining folder); [] for a preset without pretraining."""
+    if comparison.pretrain is None:
+        return []
+    needed = dict.fromkeys((run.kind, run.seed) for run in plan.runs)
+    return [comparison.pretrain.run(comparison.out, kind, seed) for kind, seed in needed]
+
+
+def run_config(run: PlannedRun):
+    """The config a planned run trains: its task's config with its attention kind and seed."""
+    return dataclasses.replace(run.config.with_attention(run.kind), seed=run.seed)
+
+
+def check_same_config(record: dict, cfg, where: Path) -> None:
+    """ValueError if the finished run ``record`` was trained with another config than ``cfg`` (the same
+    command with other overrides, or another version's preset): its numbers would answer another question."""
+    from ..tasks.config import flatten_config
+
+    if "config" not in record:  # a fake's or a failed run's record: nothing to compare
+        return
+    ours = flatten_config(json.loads(json.dumps(cfg.to_dict())))  # as JSON stores it (tuples become lists)
+    theirs = flatten_config(record["config"])
+    for name in sorted(set(ours) | set(theirs)):
+        if name == "init_from":  # where the pretraining folder was: not what was trained
+            continue
+        if ours.get(name) != theirs.get(name):
+            raise ValueError(f"{where} finished with {name}={theirs.get(name)!r}, but this comparison trains "
+                             f"{name}={ours.get(name)!r}; give the comparison a new --out folder (or the same "
+                             "options as before)")
+
+
+def is_finished(run: PlannedRun) -> bool:
+    """Whether ``run`` finished in its folder (its result.json is there)."""
+    return (run.folder / RESULT_FILE).exists()
+
+
+def from_pretrained(run: PlannedRun, pretraining: Path) -> PlannedRun:
+    """``run`` fine-tuned from the finished pretraining run in the folder ``pretraining`` (``init_from``)."""
+    return dataclasses.replace(run, config=dataclasses.replace(run.config, init_from=str(pretraining.resolve())))

@@ -1,0 +1,267 @@
+"""`synthesizer compare`: train every run of a comparison not finished yet, then write the report.
+
+A run whose ``result.json`` exists is read back, not retrained; a folder left by an interrupted run is
+resumed, so running the same command again finishes an interrupted comparison, and running it with a
+larger ``--seeds N`` adds seeds up to N-1 (only those train) and writes the report over all of them. A
+run recorded as finished in ``OUT/results.json`` whose folder is gone counts as done too, so a
+comparison spread over machines resumes from its ``results.json`` alone (a run's attention maps are
+taken into ``results.json`` as soon as the first seed of its kind finishes). A finished run whose
+recorded config is not the one the command would train is refused, not mixed in (:mod:`.plan`).
+``OUT/results.json`` is updated after every run; ``OUT/report.md``, ``OUT/report.html`` and the PNGs
+are written at the end. Each run's record carries ``provenance`` (its data.json). ``OUT`` is locked
+while a comparison runs in it: a second ``compare`` on the same ``--out`` is refused at once.
+
+A preset with a pretraining step (``presets.PretrainedPreset``, e.g. ``glue``) first runs its pretraining
+config for every (kind, seed) in ``OUT/runs/pretrain-<data>/<kind>/seed<k>/`` (kept in ``results.json``
+under ``"pretraining"``, not among the report's runs), then fine-tunes every task from that folder
+(``init_from``); a fine-tuning run whose pretraining failed is recorded as failed. ``--set`` overrides
+apply to both, except ``data.*`` (the tasks' data only). At the end the GLUE-style average of the tasks
+is added as the group ``glue-average`` (``report.average``), which claim 7 is judged on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable, Iterator
+
+from ..report.attention_maps import run_attention_maps
+from ..report.average import put_averages
+from ..report.results import FILENAME, empty_results, load_results, put_run, save_results
+from ..report.summary import write_and_print
+from ..report.tables import group_key
+from ..runs.files import DATA_FILE, LOG_FILE, read_json, window_speed
+from ..runs.plan import PlannedRun
+from ..training.lock import FolderLock
+from .execute import execute, set_threads
+from .pace import Pace
+from .plan import Comparison, Options, Plan, from_pretrained, plan_runs, pretraining_runs, resolve
+from .progress import Warned, summary
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """The experiment runner's functions, and where progress lines go. ``run_fn(cfg, out_dir, resume=...,
+    progress=...) -> result dict``, ``config_fn(name, overrides) -> ExperimentConfig``, ``load_fn(run_dir)
+    -> (model, tokenizer, cfg)``; tests pass fakes."""
+
+    run_fn: Callable
+    config_fn: Callable
+    load_fn: Callable
+    log: Callable[[str], None] = print
+
+    @classmethod
+    def of(cls, run_fn: Callable | None = None, config_fn: Callable | None = None, load_fn: Callable | None = None,
+           log: Callable[[str], None] = print) -> "Hooks":
+        """The functions given, the experiment runner's for those left None."""
+        if run_fn is None or config_fn is None or load_fn is None:
+            from ..tasks.config import ExperimentConfig
+            from ..tasks.experiment import load_trained, run_experiment
+
+            run_fn = run_fn or run_experiment
+            config_fn = config_fn or ExperimentConfig.from_file
+            load_fn = load_fn or load_trained
+        return cls(run_fn, config_fn, load_fn, log)
+
+
+def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = None,
+                   baselines: list[str] | None = None, seeds: int = 1, out=None, steps: int | None = None,
+                   overrides: list[str] = (), *, jobs: int = 1, threads: int | None = None, heatmaps: bool = True,
+                   command: str = "", run_fn: Callable | None = None, config_fn: Callable | None = None,
+                   load_fn: Callable | None = None, log: Callable[[str], None] = print) -> dict:
+    """Train every (task, kind, seed) of the comparison that is not finished yet, then write the report.
+
+    The options are :class:`~.plan.Options`'s, the functions :class:`Hooks`'s. ``jobs`` runs train at a
+    time, each in a process of its own (``run_fn`` must then be picklable), each with ``threads`` torch
+    threads (default: the cores shared out). Returns the results dict (also saved as ``OUT/results.json``).
+    """
+    hooks = Hooks.of(run_fn, config_fn, load_fn, log)
+    options = Options(preset, size, kinds, baselines, seeds, out, steps, tuple(overrides), jobs, threads, heatmaps,
+                      command)
+    return compare(options, hooks)
+
+
+def compare(options: Options, hooks: Hooks) -> dict:
+    """:func:`run_comparison` with its options and functions grouped."""
+    comparison = resolve(options, hooks.config_fn, hooks.log)
+    with FolderLock(comparison.out, "comparison folder"):  # held until the report is written
+        return _Session.open(comparison, options, hooks).run()
+
+
+@dataclass
+class _Session:
+    """One invocation of a comparison, while its folder is locked: its results and how it trains."""
+
+    comparison: Comparison
+    results: dict
+    hooks: Hooks
+    jobs: int
+    threads: int | None
+    heatmaps: bool
+
+    @classmethod
+    def open(cls, comparison: Comparison, options: Options, hooks: Hooks) -> "_Session":
+        """The folder's results.json (or a new one) with this invocation's preset, size and command."""
+        out = comparison.out
+        results = load_results(out) if (out / FILENAME).exists() else empty_results()
+        if comparison.preset not in results["presets"]:
+            results["presets"].append(comparison.preset)
+        results["size"] = comparison.size
+        if comparison.left_out:
+            results.setdefault("left_out", {}).update(comparison.left_out)
+        if options.command and options.command not in results["commands"]:
+            results["commands"].append(options.command)
+        for task in comparison.tasks:
+            if task.label:
+                results["labels"][task.key] = task.label
+        threads = options.threads
+        if options.jobs > 1:
+            threads = threads or max(1, (os.cpu_count() or 1) // options.jobs)
+        else:
+            set_threads(threads)  # the runs train in this process
+        results["machine"]["parallel_runs"] = options.jobs
+        if threads:
+            results["machine"]["torch_threads"] = threads
+        return cls(comparison, results, hooks, options.jobs, threads, options.heatmaps)
+
+    def log(self, line: str) -> None:
+        self.hooks.log(line)
+
+    def save(self) -> None:
+        save_results(self.results, self.comparison.out)
+
+    def run(self) -> dict:
+        """Train what is left, then (unless interrupted) write the report; returns the results."""
+        started, t0 = datetime.now(timezone.utc), time.perf_counter()
+        plan = plan_runs(self.comparison, self.results)
+        if plan.kept:
+            self.log(f"{plan.kept} finished run(s) recorded in {self.comparison.out / FILENAME} without their "
+                     "folders: kept, not retrained")
+        try:
+            finished = self._train(plan)
+        except KeyboardInterrupt:
+            self.log("interrupted; run the same command again to continue with the runs still missing")
+            raise
+        finally:
+            elapsed = time.perf_counter() - t0
+            self.results["wall_time_s"] = float(self.results.get("wall_time_s") or 0.0) + elapsed
+            self.results["sessions"].append({"started": started.isoformat(timespec="seconds"),
+                                             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                             "wall_time_s": round(elapsed, 1)})
+            self.save()
+        if finished:
+            self._finish()
+        return self.results
+
+    def _train(self, plan: Plan) -> bool:
+        """Train (or read back) the plan's runs, after their pretraining; False when stopped by a signal."""
+        runs = plan.runs
+        if self.comparison.pretrain is not None:
+            pretrained = self._pretrain(pretraining_runs(self.comparison, plan))
+            if pretrained is None:
+                return False
+            runs = self._fine_tuning(runs, pretrained)
+        with contextlib.closing(self._finished(runs, "")) as finished:
+            for item, record, took in finished:
+                if record is None:
+                    return False
+                self._record(item, record, took)
+                if self.heatmaps and item.seed == 0 and "error" not in record:  # while its checkpoint is surely here
+                    self._add_attention_maps(only=record)
+                self.save()
+        return True
+
+    def _pretrain(self, runs: list[PlannedRun]) -> dict | None:
+        """Run (or read back) the pretraining ``runs``; keep their records in ``results["pretraining"]``
+        (not among the runs: they are no task of the report). Returns ``{(kind, seed): (run folder, error
+        or None)}``, or None when stopped by a signal."""
+        out, done = self.comparison.out, {}
+        kept = {(r["attention"], r.get("seed", 0)): r for r in self.results.get("pretraining", [])}
+        with contextlib.closing(self._finished(runs, "pretraining ")) as finished:
+            for item, record, _ in finished:
+                if record is None:
+                    return None
+                # the curve stays: the report shows pretraining as a table of its own, with vanilla's flatness
+                record = {k: v for k, v in record.items() if k not in ("per_example", "config", "provenance")}
+                record["run_dir"] = str(item.folder.relative_to(out))
+                kept[(item.kind, item.seed)] = record
+                self.results["pretraining"] = list(kept.values())
+                self.save()
+                done[(item.kind, item.seed)] = (item.folder, record.get("error"))
+        return done
+
+    def _fine_tuning(self, runs: list[PlannedRun], pretrained: dict) -> list[PlannedRun]:
+        """Each run starts from its (kind, seed)'s pretraining run; a run whose pretraining failed is
+        recorded as failed, not started."""
+        ready = []
+        for item in runs:
+            folder, error = pretrained[(item.kind, item.seed)]
+            if error is None:
+                ready.append(from_pretrained(item, folder))
+            else:
+                put_run(self.results, {"task": item.task, "data": item.data, "attention": item.kind, "seed": item.seed,
+                                       "error": f"its pretraining run {folder.relative_to(self.comparison.out)} "
+                                                f"failed: {error}"})
+        return ready
+
+    def _finished(self, runs: list[PlannedRun], stage: str) -> Iterator[tuple[PlannedRun, dict | None, float]]:
+        """Execute ``runs``, yielding each ``(run, record, seconds)`` as it finishes and printing its line
+        once the caller has kept it; a None record (stopped by a signal) is the last one."""
+        pace, warned = Pace(len(runs)), Warned(self.log)
+        with contextlib.closing(execute(runs, self.hooks.run_fn, self.jobs, self.threads)) as finished:
+            for done, item, record, took in finished:  # stopped at once on error: closing() stops the runs
+                key = group_key(item.task, item.data)
+                where = f"[{stage}{done}/{len(runs)}] {key} {item.kind} seed{item.seed}"
+                if record is None:
+                    self.log(f"{where}: stopped before the end (interrupted); run the same command again to "
+                             "resume it")
+                    yield item, None, took
+                    return  # the caller stops here: closing() stops the runs still in progress
+                warned(record, key)
+                yield item, record, took
+                self.log(f"{where}: {summary(record, took)}{pace.after(done, took)}")
+
+    def _record(self, item: PlannedRun, record: dict, took: float) -> None:
+        """Put a finished run's record into the results, with its folder, data provenance and speed."""
+        record.setdefault("task", item.task)
+        record.setdefault("data", item.data)
+        record["run_dir"] = str(item.folder.relative_to(self.comparison.out))
+        data_record = item.folder / DATA_FILE
+        if "provenance" not in record and data_record.is_file():  # a failed run: its data is known all the same
+            record["provenance"] = read_json(data_record)
+        if took and hasattr(os, "getloadavg"):  # how busy the machine was: timings are only as good as this
+            record["load_average_1min"] = round(os.getloadavg()[0], 2)
+        speed = window_speed(item.folder / LOG_FILE)
+        if speed is not None:
+            record["train_tokens_per_s_median"] = speed
+        put_run(self.results, record)
+
+    def _finish(self) -> None:
+        """The GLUE-style average (a pretrained preset), the attention maps, then the report."""
+        comparison, out = self.comparison, self.comparison.out
+        if comparison.pretrain is not None:
+            put_averages(self.results, [task.key for task in comparison.tasks], comparison.kinds, comparison.seeds)
+            self.save()
+        if self.heatmaps:
+            self._add_attention_maps()
+            self.save()
+        write_and_print(self.results, out, self.log, raw=out / FILENAME)
+
+    def _add_attention_maps(self, only: dict | None = None) -> None:
+        """Attention maps of the first seed of every kind that trained, once (kept in results.json); ``only``:
+        of that run record alone, if its kind has none yet."""
+        results, out = self.results, self.comparison.out
+        for run in [only] if only is not None else sorted(results["runs"], key=lambda r: r.get("seed", 0)):
+            if "error" in run or "run_dir" not in run:
+                continue
+            maps = results["attention"].setdefault(group_key(run["task"], run["data"]), {})
+            if run["attention"] in maps:
+                continue
+            try:
+                maps[run["attention"]] = run_attention_maps(out / run["run_dir"], self.hooks.load_fn)
+            except Exception as e:  # a missing checkpoint only costs the heatmap
+                self.log(f"no attention maps for {run['attention']} ({run['run_dir']}): {type(e).__name__}: {e}")
+                maps[run["attention"]] = []
