@@ -26,7 +26,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..runs.files import is_hf_folder
+from ..runs.files import BEST, CONFIG_NAME, is_hf_folder
 from ..data.records import DataError
 
 SUPPORTED_FAMILY = "lm"
@@ -38,7 +38,7 @@ def family_of(run: str | os.PathLike) -> str:
     if is_hf_folder(run):
         from .convert import FAMILY_OF
 
-        architectures = json.loads((run / "config.json").read_text()).get("architectures") or []
+        architectures = json.loads((run / CONFIG_NAME).read_text()).get("architectures") or []
         known = [FAMILY_OF[a] for a in architectures if a in FAMILY_OF]
         if not known:
             raise DataError(f"{run}/config.json: architectures {architectures} name none of {', '.join(FAMILY_OF)}")
@@ -59,7 +59,7 @@ def check_supported(run: str | os.PathLike) -> None:
 
 def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: str | os.PathLike | None = None,
                      limit: int | float | None = None, batch_size: int = 1, device: str = "cpu",
-                     checkpoint: str = "best", log_samples: bool = False) -> dict:
+                     checkpoint: str = BEST, log_samples: bool = False) -> dict:
     """Run the harness's ``tasks`` on the causal LM of ``run`` (a run folder or an HF folder).
 
     ``include_path``: a folder of task YAML files (the harness's own tasks stay available);

@@ -43,7 +43,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import os_error_line
-from ..runs.files import LOG_FILE
+from ..runs.files import LAST, LOG_FILE
 from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
                          point_last, resolve_checkpoint, restore_rng_state, save_checkpoint)
@@ -489,7 +489,7 @@ class Trainer:
         cfg = self.config
         main = dist_utils.is_main()
         if self.out_dir is not None:
-            if not resume and (self.out_dir / "last").exists():  # checked on every rank: none may hang
+            if not resume and (self.out_dir / LAST).exists():  # checked on every rank: none may hang
                 raise ValueError(f"{str(self.out_dir)!r} already holds a checkpoint; pass resume=True to "
                                  "continue it, or choose another out_dir")
             self.out_dir.mkdir(parents=True, exist_ok=True)
