@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import EXIT_USAGE, check_out_dir, report_errors
+from .errors import EXIT_USAGE, check_out_dir, positive_int, report_errors
 from .extras import require
 from .runs.files import BEST, LAST, RESULT_FILE, is_hf_folder, read_labels
 
@@ -137,8 +137,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .training import distributed
 
     if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        positive_int("--threads", args.threads)
         import torch
         torch.set_num_threads(args.threads)
     cfg = ExperimentConfig.from_file(args.config, args.overrides)
@@ -219,8 +218,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .data.batching import pad_sequences
     from .models.generation import beam_search, generate
 
-    if args.beam is not None and args.beam < 1:
-        raise ValueError(f"--beam must be >= 1, got {args.beam}")
+    if args.beam is not None:
+        positive_int("--beam", args.beam)
     if args.beam and args.sample:
         raise ValueError("choose either --beam or --sample, not both")
     model, tok, family, regression, names = _load_for_use(args.run, args.checkpoint)

@@ -19,14 +19,14 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..attention.kinds import PAPER_KINDS
 from .env import environment, progress_bar
 from .flops import layer_flops
 from .timed_layers import PYPI_LINFORMER, build_layer, layer_names, layer_path, pypi_linformer_available
 from .memory import in_fresh_process
 from .timing import interleaved_medians
 
-DEFAULT_KINDS = ("vanilla", "dense", "random", "fixed_random", "factorized_dense", "factorized_random",
-                 "random+vanilla", "dense+vanilla", "random+dense")
+DEFAULT_KINDS = PAPER_KINDS
 DEFAULT_BASELINES = ("linformer", PYPI_LINFORMER, "lightconv", "dynamicconv")
 FULL = {"batch": 2, "seqs": [256, 512, 1024, 2048, 4096], "d_model": 512, "heads": 8, "repeats": 3, "warmup": 1,
         "max_call_s": 2.5}

@@ -26,6 +26,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from ..errors import positive_int
 from ..runs.files import BEST, CONFIG_NAME, is_hf_folder
 from ..data.records import DataError
 
@@ -70,8 +71,7 @@ def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: 
         raise ValueError("--tasks: give at least one task name")
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise ValueError(f"--device must be cpu, cuda or cuda:N, got {device!r}")
-    if batch_size < 1:
-        raise ValueError(f"--batch-size must be >= 1, got {batch_size}")
+    positive_int("--batch-size", batch_size)
     if include_path is not None and not Path(include_path).is_dir():
         raise ValueError(f"--include-path {include_path}: no such folder")
     check_supported(run)

@@ -112,8 +112,8 @@ def _chooser(do_sample: bool, temperature: float, top_k: int | None, top_p: floa
         return lambda logits: logits.argmax(dim=-1)
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature!r} (use do_sample=False for greedy)")
-    if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}")
+    if top_k is not None:
+        positive_int("top_k", top_k)
     if top_p is not None and not 0.0 < top_p <= 1.0:
         raise ValueError(f"top_p must be in (0, 1] or None, got {top_p!r}")
 

@@ -22,15 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..attention import registry
-from ..attention.kinds import parse_kind
+from ..attention.kinds import PAPER_KINDS
+from ..errors import positive_int
 
-# The paper's rows (Tay et al., Table 2), in its order: vanilla first, the pure synthesizers (each
-# component's ``paper_row`` in the registry), then the paper's mixtures.
-PAPER_MIXTURES = ("random+dense", "dense+vanilla", "random+vanilla")
-DEFAULT_KINDS = (*(s.name for s in sorted((s for s in registry.specs() if s.paper_row is not None),
-                                          key=lambda s: s.paper_row)),
-                 *(str(parse_kind(kind)) for kind in PAPER_MIXTURES))
+# A comparison trains the paper's rows by default (attention/kinds.py), in its order.
+DEFAULT_KINDS = PAPER_KINDS
 SIZES = ("quick", "standard", "full")
 
 # Every size: equal step budgets (no wall-clock cap). Quick seq2seq: greedy decoding on a small sample.
@@ -244,8 +240,7 @@ def task_overrides(task: PresetTask, size: str, preset: str = "") -> list[str]:
 
 def steps_overrides(steps: int) -> list[str]:
     """``--steps N``: the step budget, with evaluation and warm-up scaled to fit inside it."""
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"--steps must be a positive integer, got {steps!r}")
+    positive_int("--steps", steps)
     return [f"train.max_steps={steps}", f"train.eval_every={max(1, steps // 4)}",
             f"train.warmup_steps={steps // 10}", f"train.log_every={max(1, min(20, steps // 4))}"]
 

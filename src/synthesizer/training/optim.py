@@ -19,6 +19,8 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
+from ..errors import positive_int
+
 SCHEDULES = ("inverse_sqrt", "cosine", "constant")
 FUSED_DEVICES = ("cpu", "cuda")  # where torch's fused AdamW runs
 
@@ -101,8 +103,7 @@ def build_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, total_s
         raise ValueError(f"unknown schedule {kind!r}; allowed: {', '.join(SCHEDULES)}")
     if not isinstance(warmup_steps, int) or warmup_steps < 0:
         raise ValueError(f"warmup_steps must be an integer >= 0, got {warmup_steps!r}")
-    if not isinstance(total_steps, int) or total_steps < 1:
-        raise ValueError(f"total_steps must be an integer >= 1, got {total_steps!r}")
+    positive_int("total_steps", total_steps)
     if not 0.0 <= min_ratio <= 1.0:
         raise ValueError(f"min_ratio must be in [0, 1], got {min_ratio!r}")
     return LambdaLR(optimizer, lambda step: lr_factor(step, warmup_steps, total_steps, kind, min_ratio))
