@@ -101,7 +101,7 @@ class _FactorizedDenseAttention(torch.autograd.Function):
             if dropout > 0:
                 probs *= _dropout_keep(probs.shape, dropout, seed + s, pa.device).to(probs.dtype)
             # Not matmul(out=out[:, :, s:e]): into a strided slice it runs one small product per
-            # (batch, head) (23 s instead of 2 s at batch 8, seq 2048); the copy costs nothing.
+            # (batch, head), far slower (docs/bench/kernels.md); the copy costs nothing.
             out[:, :, s:e] = probs @ v[:, :, :m]
         ctx.save_for_backward(pa, pb, v, padding, empty)
         ctx.causal, ctx.n, ctx.dropout, ctx.seed = causal, n, dropout, seed
