@@ -81,5 +81,5 @@ def test_sampler_with_dataloader():
 def test_sampler_bad_args():
     with pytest.raises(ValueError, match="rank=2, world_size=2"):
         LengthBucketSampler([1, 2], 10, rank=2, world_size=2)
-    with pytest.raises(ValueError, match="max_tokens must be >= 1"):
+    with pytest.raises(ValueError, match="max_tokens must be a positive integer"):
         length_batches([1], 0)

@@ -15,9 +15,9 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import EXIT_USAGE, check_out_dir, report_errors
+from .errors import EXIT_USAGE, check_out_dir, positive_int, report_errors
 from .extras import require
-from .runs.files import RESULT_FILE, is_hf_folder, read_labels
+from .runs.files import BEST, LAST, RESULT_FILE, is_hf_folder, read_labels
 
 EPILOG_TRAIN = """examples:
   synthesizer train --config lm-sotu-small --attention random
@@ -42,10 +42,7 @@ EPILOG_LM_EVAL = """examples:
 RUN_HELP = "run folder written by `synthesizer train`, or a Hugging Face folder written by `synthesizer export`"
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="synthesizer", description="Train, evaluate and use Synthesizer models.")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-
+def _add_train(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("train", help="train a model from a config, then evaluate it on the test split",
                        description="Train from a YAML/JSON config (or a shipped config name, see "
                                    "`synthesizer configs`); writes checkpoints, log.jsonl and result.json to --out.",
@@ -60,12 +57,16 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--threads", type=int, metavar="N", help="CPU threads for torch (default: torch's choice; "
                    "1 is often faster on a busy machine)")
 
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("evaluate", help="metrics of a trained run on the test or valid split",
                        description="Recompute the metrics of a run's best checkpoint and print them as JSON.")
     e.add_argument("--run", required=True, metavar="DIR", help=RUN_HELP)
     e.add_argument("--split", default="test", choices=("test", "valid"))
-    e.add_argument("--checkpoint", default="best", choices=("best", "last"))
+    e.add_argument("--checkpoint", default=BEST, choices=(BEST, LAST))
 
+
+def _add_generate(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("generate", help="continue text (LM), translate/summarize/reply (seq2seq) or classify",
                        description="Use a trained run on new input: one output line per input line, printed "
                                    "as soon as it is ready. A blank input (an empty --prompt, a blank line "
@@ -83,8 +84,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--max-new-tokens", type=int, metavar="N",
                    help=f"at most N new tokens (default: {DEFAULT_NEW_TOKENS}, or as many as fit the model's max_len)")
     g.add_argument("--seed", type=int, default=0, help="seed for --sample")
-    g.add_argument("--checkpoint", default="best", choices=("best", "last"))
+    g.add_argument("--checkpoint", default=BEST, choices=(BEST, LAST))
 
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
     x = sub.add_parser("export", help="convert a run folder to a Hugging Face folder, or back",
                        description="Write a run's checkpoint as a Hugging Face transformers folder (config.json, "
                                    "model.safetensors, tokenizer.json, the experiment config), or, with --from-hf, "
@@ -94,8 +97,10 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--run", metavar="RUN", help="run folder written by `synthesizer train`")
     source.add_argument("--from-hf", metavar="DIR", dest="from_hf", help="HF folder to turn into a run folder")
     x.add_argument("--out", required=True, metavar="DIR", help="the folder to write (HF folder, or run folder with --from-hf)")
-    x.add_argument("--checkpoint", default="best", choices=("best", "last"), help="with --run: which checkpoint")
+    x.add_argument("--checkpoint", default=BEST, choices=(BEST, LAST), help="with --run: which checkpoint")
 
+
+def _add_lm_eval(sub: argparse._SubParsersAction) -> None:
     h = sub.add_parser("lm-eval", help="a causal LM on EleutherAI's lm-evaluation-harness tasks",
                        description="Run lm-evaluation-harness tasks on a trained causal LM (a run folder of task "
                                    "'lm' or its HF folder); prints the harness's table. Needs the 'eval' extra; the "
@@ -109,8 +114,14 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--device", default="cpu", metavar="cpu|cuda", help="cpu (default), cuda or cuda:N")
     h.add_argument("--output", metavar="FILE", help="write the harness's results as JSON")
     h.add_argument("--log-samples", action="store_true", help="keep every document's scores in --output")
-    h.add_argument("--checkpoint", default="best", choices=("best", "last"), help="with a run folder: which checkpoint")
+    h.add_argument("--checkpoint", default=BEST, choices=(BEST, LAST), help="with a run folder: which checkpoint")
 
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="synthesizer", description="Train, evaluate and use Synthesizer models.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (_add_train, _add_evaluate, _add_generate, _add_export, _add_lm_eval):
+        add(sub)
     sub.add_parser("configs", help="list the shipped configs", description="List the configs shipped with the package.")
     sub.add_parser("bench", help="attention/model benchmarks (see `synthesizer bench --help`)", add_help=False)
     sub.add_parser("compare", help="tables and plots comparing runs (see `synthesizer compare --help`)", add_help=False)
@@ -126,8 +137,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .training import distributed
 
     if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        positive_int("--threads", args.threads)
         import torch
         torch.set_num_threads(args.threads)
     cfg = ExperimentConfig.from_file(args.config, args.overrides)
@@ -208,8 +218,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .data.batching import pad_sequences
     from .models.generation import beam_search, generate
 
-    if args.beam is not None and args.beam < 1:
-        raise ValueError(f"--beam must be >= 1, got {args.beam}")
+    if args.beam is not None:
+        positive_int("--beam", args.beam)
     if args.beam and args.sample:
         raise ValueError("choose either --beam or --sample, not both")
     model, tok, family, regression, names = _load_for_use(args.run, args.checkpoint)

@@ -13,9 +13,7 @@ import time
 import torch
 
 from .attention import SynthesizerAttention
-
-KINDS = ("vanilla", "dense", "random", "fixed_random", "factorized_dense", "factorized_random",
-         "random+vanilla", "dense+vanilla", "random+dense")
+from .attention.kinds import PAPER_KINDS as KINDS
 
 
 def main(argv: list[str] | None = None) -> None:

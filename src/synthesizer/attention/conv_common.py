@@ -61,8 +61,8 @@ def banded_conv(ext: Tensor, weights: Tensor, n_heads: int, block: int = 64) -> 
     The sequence is cut into blocks of ``block`` positions; each block's kernels form a
     (block, block + K - 1) band matrix, multiplied with the block's input window in one batched matmul.
     That is ``block + K - 1`` multiply-adds per output instead of K, but as a matmul rather than an
-    unfolded (B, n, d, K) copy of the input or a depthwise conv1d, and measures 3x (dynamic) to 5x
-    (lightweight) faster forward+backward on CPU at n=2048, d=512, K=31.
+    unfolded (B, n, d, K) copy of the input or a depthwise conv1d, and it is faster forward+backward
+    on CPU (docs/bench/kernels.md, "Banded convolution").
     """
     b, m, d = ext.shape
     h, k = weights.shape[-2:]

@@ -69,3 +69,12 @@ class UnknownComponent(ValueError):
         self.part, self.kind = part, kind
         super().__init__(f"unknown attention component {part.lower()!r} in kind {kind!r}; "
                          f"allowed: {allowed or allowed_kinds_text()}")
+
+
+# The paper's variants (Tay et al., Table 2), in its order, the one list every report, benchmark and
+# demo uses: the pure kinds (each built-in component's ``paper_row`` in the registry, vanilla first),
+# then the paper's mixtures in its order (canonical names; parsing checks them against the registry).
+PAPER_PURE = tuple(s.name for s in sorted((s for s in registry.specs() if s.builtin and s.paper_row is not None),
+                                          key=lambda s: s.paper_row))
+PAPER_MIXTURES = tuple(str(parse_kind(kind)) for kind in ("random+dense", "dense+vanilla", "random+vanilla"))
+PAPER_KINDS = PAPER_PURE + PAPER_MIXTURES

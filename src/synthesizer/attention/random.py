@@ -1,12 +1,9 @@
 """Random synthesizer logits: one learned (or fixed) matrix per head, ``R_h[:n, :n]``.
 
 In a causal layer the upper triangle of R is never read (its gradient is zero), yet AdamW still
-steps it. Storing only the lower triangle was measured and does not pay, so R stays (H, L, L): on
-the causal LM (d_model 512, 4 layers, seq 1024, batch 8, random, 2 threads, torch 2.13 CPU, medians
-of 7 interleaved ``optimizer.step()`` calls on a shared machine) the step over a packed lower
-triangle took 21 ms against 35 ms for the full R with fused AdamW (82 against 176 ms with the
-per-parameter loop), out of a training step of about 16 s: 0.1%, far below the run-to-run noise,
-while packing would add a gather in every forward and a scatter in every backward. Masking the
+steps it. Storing only the lower triangle was measured and does not pay (docs/bench/kernels.md:
+the optimizer step is a tiny share of a training step), so R stays (H, L, L), while packing would add
+a gather in every forward and a scatter in every backward. Masking the
 gradient saves nothing at all: AdamW reads and writes every element whatever its gradient. What the
 upper triangle does cost is memory: 16 bytes per element with AdamW (weight, gradient, two
 moments), 64 MiB per layer at L = 1024 and 8 heads.

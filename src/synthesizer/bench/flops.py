@@ -48,7 +48,7 @@ def _check_sizes(**sizes: int) -> None:
 
 
 def layer_flops(kind: str, batch: int, seq: int, d_model: int, n_heads: int, max_len: int | None = None,
-                k: int | None = None, kernel_size: int = 31, glu: bool = True) -> int:
+                *, k: int | None = None, kernel_size: int = 31, glu: bool = True) -> int:
     """Forward FLOPs (2 x multiply-adds of matrix products) of one layer of ``kind`` on a (B, n, d) input.
 
     ``kind``: a Synthesizer kind (``"random+vanilla"``...) or a baseline (``linformer``,

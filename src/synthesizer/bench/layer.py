@@ -19,14 +19,14 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..attention.kinds import PAPER_KINDS
 from .env import environment, progress_bar
 from .flops import layer_flops
 from .timed_layers import PYPI_LINFORMER, build_layer, layer_names, layer_path, pypi_linformer_available
 from .memory import in_fresh_process
 from .timing import interleaved_medians
 
-DEFAULT_KINDS = ("vanilla", "dense", "random", "fixed_random", "factorized_dense", "factorized_random",
-                 "random+vanilla", "dense+vanilla", "random+dense")
+DEFAULT_KINDS = PAPER_KINDS
 DEFAULT_BASELINES = ("linformer", PYPI_LINFORMER, "lightconv", "dynamicconv")
 FULL = {"batch": 2, "seqs": [256, 512, 1024, 2048, 4096], "d_model": 512, "heads": 8, "repeats": 3, "warmup": 1,
         "max_call_s": 2.5}
@@ -78,17 +78,80 @@ def _add_ratios(rows: list[dict], fields: tuple[str, ...]) -> None:
                 r[f.removesuffix("_s").removesuffix("_bytes") + suffix] = r[f] / base[f] if ok else None
 
 
-def run(args: argparse.Namespace) -> list[dict]:
-    """Time (and measure) every layer at every length; returns one row per (layer, length)."""
+def _fill_preset(args: argparse.Namespace) -> None:
+    """Options left unset take the --quick or the full preset's value."""
     preset = QUICK if args.quick else FULL
     for key, value in preset.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    baselines = list(args.baselines)
+
+
+def _installed_baselines(baselines: list[str]) -> list[str]:
+    """``baselines`` less the PyPI Linformer when that package is not installed (a note says so)."""
+    baselines = list(baselines)
     if PYPI_LINFORMER in baselines and not pypi_linformer_available():
         print("# note: the PyPI 'linformer' package is not installed (pip install 'synthesizer-pytorch[bench]'): "
               "its row is skipped", file=sys.stderr)
         baselines.remove(PYPI_LINFORMER)
+    return baselines
+
+
+def _time_length(args: argparse.Namespace, names: list[str], seq: int, device: torch.device, env: dict) -> list[dict]:
+    """One row per layer of ``names`` timed at length ``seq``."""
+    torch.manual_seed(0)
+    layers = {name: build_layer(name, args.d_model, args.heads, seq, args.causal).to(device).train() for name in names}
+    with progress_bar(2 * (args.repeats + args.warmup) * len(layers), f"layer, seq {seq}") as bar:
+        stats = time_layers(layers, args.batch, seq, args.d_model, args.repeats, args.warmup, device, bar.update)
+    rows = []
+    for name, layer in layers.items():
+        kind = name.partition(" [")[0]
+        row = {"bench": "layer", "kind": name, "path": layer_path(layer), "seq": seq, "batch": args.batch,
+               "d_model": args.d_model, "heads": args.heads, "causal": args.causal,
+               "params": sum(p.numel() for p in layer.parameters()),
+               "flops": layer_flops(kind, args.batch, seq, args.d_model, args.heads, seq)}
+        for part in ("forward", "fwd_bwd"):
+            s = stats[name][part]
+            row |= {f"{part}_s": s["median"], f"{part}_min_s": s["min"], f"{part}_max_s": s["max"]}
+        rows.append(row | env)
+    return rows
+
+
+def _time_lengths(args: argparse.Namespace, names: list[str], device: torch.device, env: dict
+                  ) -> tuple[list[dict], dict[str, str]]:
+    """Rows of every layer at every length, and {layer: why} for layers dropped from longer lengths
+    (a forward+backward over ``--max-call-s``)."""
+    rows, active, dropped = [], list(names), {}
+    for seq in sorted(args.seqs):
+        seq_rows = _time_length(args, active, seq, device, env)
+        for row in seq_rows:
+            name, t = row["kind"], row["fwd_bwd_s"]
+            if args.max_call_s and seq >= args.always_upto and t > args.max_call_s:
+                active.remove(name)
+                dropped[name] = f"forward+backward took {t:.1f} s at seq {seq} (> --max-call-s {args.max_call_s})"
+        rows += seq_rows
+    return rows, dropped
+
+
+def _add_memory(args: argparse.Namespace, names: list[str], rows: list[dict], device: torch.device, env: dict) -> None:
+    """Each row's ``peak_forward_bytes`` and ``peak_bytes``, measured in fresh processes."""
+    # One process per layer, so that nothing another layer left behind can hide a peak; the
+    # quick run shares one (each start costs seconds) and relies on freed memory going back at once.
+    seqs = {name: [r["seq"] for r in rows if r["kind"] == name] for name in names}
+    groups = [seqs] if args.quick else [{name: s} for name, s in seqs.items()]
+    with progress_bar(len(groups), "layer, memory") as bar:
+        for group in groups:
+            peaks = measure_memory(group, args.batch, args.d_model, args.heads, args.causal, device, env["threads"])
+            for r in rows:
+                p = peaks.get(r["kind"], {}).get(r["seq"], {})
+                if r["kind"] in group:
+                    r["peak_forward_bytes"], r["peak_bytes"] = p.get("forward"), p.get("fwd_bwd")
+            bar.update()
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    """Time (and measure) every layer at every length; returns one row per (layer, length)."""
+    _fill_preset(args)
+    baselines = _installed_baselines(args.baselines)
     names = layer_names(args.kinds, baselines, args.causal, candidates=not args.no_candidates)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -96,45 +159,11 @@ def run(args: argparse.Namespace) -> list[dict]:
     env = environment(device)
     print(f"# layer benchmark: batch {args.batch}, d_model {args.d_model}, {args.heads} heads, causal={args.causal}, "
           f"torch {env['torch']}, {env['threads']} threads, {device}", file=sys.stderr)
-    rows, active, dropped = [], list(names), {}
-    for seq in sorted(args.seqs):
-        torch.manual_seed(0)
-        layers = {name: build_layer(name, args.d_model, args.heads, seq, args.causal).to(device).train() for name in active}
-        with progress_bar(2 * (args.repeats + args.warmup) * len(layers), f"layer, seq {seq}") as bar:
-            stats = time_layers(layers, args.batch, seq, args.d_model, args.repeats, args.warmup, device, bar.update)
-        seq_rows = []
-        for name, layer in layers.items():
-            kind = name.partition(" [")[0]
-            row = {"bench": "layer", "kind": name, "path": layer_path(layer), "seq": seq, "batch": args.batch,
-                   "d_model": args.d_model, "heads": args.heads, "causal": args.causal,
-                   "params": sum(p.numel() for p in layer.parameters()),
-                   "flops": layer_flops(kind, args.batch, seq, args.d_model, args.heads, seq)}
-            for part in ("forward", "fwd_bwd"):
-                s = stats[name][part]
-                row |= {f"{part}_s": s["median"], f"{part}_min_s": s["min"], f"{part}_max_s": s["max"]}
-            seq_rows.append(row | env)
-        for name in list(active):
-            t = stats[name]["fwd_bwd"]["median"]
-            if args.max_call_s and seq >= args.always_upto and t > args.max_call_s:
-                active.remove(name)
-                dropped[name] = f"forward+backward took {t:.1f} s at seq {seq} (> --max-call-s {args.max_call_s})"
-        del layers
-        rows += seq_rows
+    rows, dropped = _time_lengths(args, names, device, env)
     for name, why in dropped.items():
         print(f"# {name}: not run at longer lengths: {why}", file=sys.stderr)
     if not args.no_memory:
-        # One process per layer, so that nothing another layer left behind can hide a peak; the
-        # quick run shares one (each start costs seconds) and relies on freed memory going back at once.
-        seqs = {name: [r["seq"] for r in rows if r["kind"] == name] for name in names}
-        groups = [seqs] if args.quick else [{name: s} for name, s in seqs.items()]
-        with progress_bar(len(groups), "layer, memory") as bar:
-            for group in groups:
-                peaks = measure_memory(group, args.batch, args.d_model, args.heads, args.causal, device, env["threads"])
-                for r in rows:
-                    p = peaks.get(r["kind"], {}).get(r["seq"], {})
-                    if r["kind"] in group:
-                        r["peak_forward_bytes"], r["peak_bytes"] = p.get("forward"), p.get("fwd_bwd")
-                bar.update()
+        _add_memory(args, names, rows, device, env)
     for seq in sorted(args.seqs):
         _add_ratios([r for r in rows if r["seq"] == seq],
                     ("forward_s", "fwd_bwd_s") + (() if args.no_memory else ("peak_bytes",)))

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..attention.kinds import PAPER_PURE
 from ..models import Classifier, LanguageModel, ModelConfig
 from ..training.optim import build_optimizer
 from .env import environment, progress_bar
@@ -34,7 +35,7 @@ from .timing import interleaved_medians
 CAUSAL_BASELINES = ("lightconv", "dynamicconv")
 ENCODER_BASELINES = ("linformer", "lightconv", "dynamicconv")
 # The pure components: mixtures cost the sum of their parts and are timed at layer level.
-MODEL_KINDS = ("vanilla", "dense", "random", "fixed_random", "factorized_dense", "factorized_random")
+MODEL_KINDS = PAPER_PURE
 FULL = {"lm": {"batches": [1, 8], "seq": 1024, "layers": 4, "d_model": 512, "heads": 8, "vocab": 1024, "repeats": 3,
                "warmup": 1},
         "classifier": {"batches": [1, 8], "seq": 512, "layers": 4, "d_model": 512, "heads": 8, "vocab": 1024, "repeats": 3,

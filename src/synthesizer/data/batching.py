@@ -8,6 +8,8 @@ from typing import Iterator, Sequence
 import torch
 from torch.utils.data import Sampler
 
+from ..errors import positive_int
+
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int, max_len: int | None = None
                   ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -37,8 +39,7 @@ def lm_blocks(docs: Sequence[Sequence[int]], block_size: int, eos_id: int) -> to
     Consecutive blocks overlap by one token, so every token of the stream except the first is
     a target exactly once; the leftover tail shorter than a block is dropped.
     """
-    if block_size < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    positive_int("block_size", block_size)
     stream: list[int] = []
     for d in docs:
         stream.extend(d)
@@ -57,10 +58,9 @@ def length_batches(lengths: Sequence[int], max_tokens: int, max_sentences: int |
     `len(batch) * longest` stays <= `max_tokens` and `len(batch) <= max_sentences`. An example
     longer than `max_tokens` gets a batch of its own (callers truncate to the model's max length).
     """
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-    if max_sentences is not None and max_sentences < 1:
-        raise ValueError(f"max_sentences must be >= 1 or None, got {max_sentences}")
+    positive_int("max_tokens", max_tokens)
+    if max_sentences is not None:
+        positive_int("max_sentences", max_sentences)
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
     batches: list[list[int]] = []
     cur: list[int] = []

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import positive_int
+
 TASKS = ("lm", "translation", "summarization", "dialogue", "classification", "regression")
 SEQ2SEQ_TASKS = ("translation", "summarization", "dialogue")
 SPLITS = ("train", "valid", "test")
@@ -100,7 +102,6 @@ class Corpus:
         """A copy with at most the first `n` examples of each split (deterministic subsets)."""
         if n is None:
             return self
-        if n < 1:
-            raise ValueError(f"limit must be >= 1, got {n}")
+        positive_int("limit", n)
         return Corpus(self.name, self.task, {k: v[:n] for k, v in self.splits.items()},
                       self.label_names, self.origin)

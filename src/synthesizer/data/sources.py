@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..errors import positive_int
 from .derived import DERIVED, PAIRS_PER_ROW, derive_corpus
 from .generated import GENERATED, generate_corpus
 from .records import SEQ2SEQ_TASKS, SPLITS, TASKS, TURN_SEP, Corpus, DataError
@@ -199,8 +200,8 @@ def dialogue_pairs(turns: list[str], max_history: int | None = 3) -> list[dict[s
     The source is the last `max_history` turns before the response (all of them when None) joined
     by `TURN_SEP`; the target is the response.
     """
-    if max_history is not None and max_history < 1:
-        raise ValueError(f"max_history must be >= 1 or None, got {max_history}")
+    if max_history is not None:
+        positive_int("max_history", max_history)
     pairs = []
     for i in range(1, len(turns)):
         start = 0 if max_history is None else max(0, i - max_history)

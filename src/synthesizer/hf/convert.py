@@ -24,7 +24,8 @@ from pathlib import Path
 
 from torch import nn
 
-from ..runs.files import EXPERIMENT_FILE as RUN_EXPERIMENT_FILE, is_hf_folder, read_labels, write_json, write_labels
+from ..runs.files import (BEST, CONFIG_NAME, EXPERIMENT_FILE as RUN_EXPERIMENT_FILE, LAST, TOKENIZER_DIR, is_hf_folder,
+                          read_labels, write_json, write_labels)
 from ..data.records import DataError
 from ..data.tokenizer import BOS, CLS, EOS, FILENAME as TOKENIZER_FILE, PAD, SEP, UNK, Tokenizer
 from ..tasks.config import ExperimentConfig
@@ -46,7 +47,7 @@ def save_tokenizer(tokenizer: Tokenizer, tokenizer_file: Path, out_dir: Path) ->
     fast.save_pretrained(str(out_dir))
 
 
-def export_run(run_dir: str | os.PathLike, out_dir: str | os.PathLike, which: str = "best") -> Path:
+def export_run(run_dir: str | os.PathLike, out_dir: str | os.PathLike, which: str = BEST) -> Path:
     """Write the run's ``which`` checkpoint ("best", falling back to "last") as an HF folder; returns it."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     model, tokenizer, cfg = load_trained(run_dir, which)
@@ -64,7 +65,7 @@ def export_run(run_dir: str | os.PathLike, out_dir: str | os.PathLike, which: st
 
 
 def _tokenizer_file(run_dir: Path, which: str) -> Path:
-    for candidate in (run_dir / which / "tokenizer", run_dir / "last" / "tokenizer", run_dir / "tokenizer"):
+    for candidate in (run_dir / which / TOKENIZER_DIR, run_dir / LAST / TOKENIZER_DIR, run_dir / TOKENIZER_DIR):
         if (candidate / TOKENIZER_FILE).is_file():
             return candidate / TOKENIZER_FILE
     raise DataError(f"{run_dir}: no tokenizer ({TOKENIZER_FILE}) in the checkpoint or the run folder")
@@ -85,7 +86,7 @@ def load_hf(hf_dir: str | os.PathLike):
     hf_dir = Path(hf_dir)
     if not is_hf_folder(hf_dir):
         raise DataError(f"{hf_dir}: not a synthesizer HF folder (no config.json with model_type {MODEL_TYPE!r})")
-    architectures = json.loads((hf_dir / "config.json").read_text()).get("architectures") or []
+    architectures = json.loads((hf_dir / CONFIG_NAME).read_text()).get("architectures") or []
     known = [a for a in architectures if a in FAMILY_OF]
     if not known:
         raise DataError(f"{hf_dir}/config.json: architectures {architectures} name none of "
@@ -137,7 +138,7 @@ def import_hf(hf_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     hf_dir, out_dir = Path(hf_dir), Path(out_dir)
     model, _, cfg, family, names = load_folder(hf_dir)
     cfg = _experiment(hf_dir, cfg, "a run folder")
-    if (out_dir / "last").exists():
+    if (out_dir / LAST).exists():
         raise ValueError(f"{out_dir} already holds a run; choose another output folder (--out)")
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / RUN_EXPERIMENT_FILE, cfg.to_dict())

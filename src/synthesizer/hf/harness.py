@@ -26,7 +26,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..runs.files import is_hf_folder
+from ..errors import positive_int
+from ..runs.files import BEST, CONFIG_NAME, is_hf_folder
 from ..data.records import DataError
 
 SUPPORTED_FAMILY = "lm"
@@ -38,7 +39,7 @@ def family_of(run: str | os.PathLike) -> str:
     if is_hf_folder(run):
         from .convert import FAMILY_OF
 
-        architectures = json.loads((run / "config.json").read_text()).get("architectures") or []
+        architectures = json.loads((run / CONFIG_NAME).read_text()).get("architectures") or []
         known = [FAMILY_OF[a] for a in architectures if a in FAMILY_OF]
         if not known:
             raise DataError(f"{run}/config.json: architectures {architectures} name none of {', '.join(FAMILY_OF)}")
@@ -59,7 +60,7 @@ def check_supported(run: str | os.PathLike) -> None:
 
 def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: str | os.PathLike | None = None,
                      limit: int | float | None = None, batch_size: int = 1, device: str = "cpu",
-                     checkpoint: str = "best", log_samples: bool = False) -> dict:
+                     checkpoint: str = BEST, log_samples: bool = False) -> dict:
     """Run the harness's ``tasks`` on the causal LM of ``run`` (a run folder or an HF folder).
 
     ``include_path``: a folder of task YAML files (the harness's own tasks stay available);
@@ -70,8 +71,7 @@ def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: 
         raise ValueError("--tasks: give at least one task name")
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise ValueError(f"--device must be cpu, cuda or cuda:N, got {device!r}")
-    if batch_size < 1:
-        raise ValueError(f"--batch-size must be >= 1, got {batch_size}")
+    positive_int("--batch-size", batch_size)
     if include_path is not None and not Path(include_path).is_dir():
         raise ValueError(f"--include-path {include_path}: no such folder")
     check_supported(run)

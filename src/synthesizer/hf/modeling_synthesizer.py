@@ -403,7 +403,7 @@ class SynthesizerForSeq2SeqLM(SynthesizerPreTrainedModel, GenerationMixin):
 
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
                 decoder_input_ids: Tensor | None = None, decoder_attention_mask: Tensor | None = None,
-                encoder_outputs=None, labels: Tensor | None = None, cache: Cache | None = None,
+                *, encoder_outputs=None, labels: Tensor | None = None, cache: Cache | None = None,
                 use_cache: bool | None = None, return_dict: bool | None = None,
                 num_items_in_batch: Tensor | int | None = None, **kwargs) -> Seq2SeqLMOutput:
         if encoder_outputs is None:

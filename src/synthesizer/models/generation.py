@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..errors import positive_int
 from .seq2seq import EncoderDecoder
 
 
@@ -111,8 +112,8 @@ def _chooser(do_sample: bool, temperature: float, top_k: int | None, top_p: floa
         return lambda logits: logits.argmax(dim=-1)
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature!r} (use do_sample=False for greedy)")
-    if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}")
+    if top_k is not None:
+        positive_int("top_k", top_k)
     if top_p is not None and not 0.0 < top_p <= 1.0:
         raise ValueError(f"top_p must be in (0, 1] or None, got {top_p!r}")
 
@@ -143,8 +144,7 @@ def _prompts(prompts: Tensor | Sequence[Sequence[int]], pad_id: int, device: tor
 
 def _limit(model: nn.Module, lengths: Tensor, max_new_tokens: int) -> Tensor:
     """Per-row end position (exclusive), checked against the model's max_len."""
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+    positive_int("max_new_tokens", max_new_tokens)
     config = model.config
     if int(lengths.max()) > config.max_len:
         raise ValueError(f"prompt length {int(lengths.max())} exceeds max_len={config.max_len}")
@@ -254,38 +254,80 @@ def generate(model: nn.Module, inputs: Tensor | Sequence[Sequence[int]], max_new
 
 
 # ---------------------------------------------------------------------- beam search
+class _Hypotheses:
+    """The finished hypotheses of each of ``b`` examples, (GNMT length-normalised score, tokens), and
+    whether an example is done; ``prompt_lengths`` (b,) are not counted as generated."""
+
+    def __init__(self, b: int, k: int, prompt_lengths: Tensor, length_penalty: float):
+        self.k, self.prompt_lengths, self.length_penalty = k, prompt_lengths, length_penalty
+        self.finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
+        self.done = [False] * b
+
+    def add(self, row: int, tokens: list[int], raw: float) -> None:
+        generated = len(tokens) - int(self.prompt_lengths[row])
+        self.finished[row].append((raw / ((5 + generated) / 6) ** self.length_penalty, tokens))
+
+    def add_ended(self, seqs: Tensor, is_eos: Tensor, beam: Tensor, top: Tensor, cur: int, eos: int) -> None:
+        """Every candidate among the best k (beam ``beam``, score ``top``, (b, 2k)) that ends with EOS at ``cur``."""
+        k = self.k
+        for row in torch.nonzero(is_eos[:, :k].any(dim=1)).flatten().tolist():
+            if self.done[row]:
+                continue
+            for r in torch.nonzero(is_eos[row, :k]).flatten().tolist():
+                beam_row = row * k + int(beam[row, r])
+                seqs[beam_row, cur] = eos  # restored by the caller's reorder
+                self.add(row, seqs[beam_row, : cur + 1].tolist(), float(top[row, r]))
+
+    def close(self, seqs: Tensor, scores: Tensor, cur: int, end: Tensor) -> None:
+        """Mark done the examples at their end (their live beams count as finished) or with k finished."""
+        for row in range(len(self.done)):
+            if self.done[row]:
+                continue
+            if cur >= int(end[row]):
+                for r in range(self.k):
+                    if torch.isfinite(scores[row, r]):
+                        self.add(row, seqs[row * self.k + r, :cur].tolist(), float(scores[row, r]))
+                self.done[row] = True
+            elif len(self.finished[row]) >= self.k:
+                self.done[row] = True
+
+    def output(self) -> BeamOutput:
+        results = [sorted(hyps, key=lambda h: -h[0])[: self.k] for hyps in self.finished]
+        return BeamOutput([[h[1] for h in hyps] for hyps in results], [[h[0] for h in hyps] for hyps in results])
+
+
+def _force_prompt(logp: Tensor, seqs: Tensor, cur: int, forced: Tensor) -> Tensor:
+    """logp (b, k, V) where rows still inside their prompt (``forced`` (b,)) score 0 for the prompt's
+    token at ``cur`` and -inf for every other: a prompt token is given, not scored."""
+    if not bool(forced.any()):
+        return logp
+    b, k = logp.shape[:2]
+    only = torch.full_like(logp, float("-inf"))
+    only.scatter_(-1, seqs.view(b, k, -1)[:, :, cur : cur + 1], 0.0)
+    return torch.where(forced[:, None, None], only, logp)
+
+
 def beam_search(model: nn.Module, inputs: Tensor | Sequence[Sequence[int]], max_new_tokens: int, *,
                 src_padding_mask: Tensor | None = None, num_beams: int = 4, length_penalty: float = 0.6,
                 stop_at_eos: bool = True, use_cache: bool = True) -> BeamOutput:
     """Beam search with the GNMT length penalty (see the module docstring); inputs as in ``generate``."""
-    if not isinstance(num_beams, int) or num_beams < 1:
-        raise ValueError(f"num_beams must be a positive integer, got {num_beams!r}")
-    config, k = model.config, num_beams
-    eos = config.eos_id if stop_at_eos else None
+    k = positive_int("num_beams", num_beams)
+    eos = model.config.eos_id if stop_at_eos else None
     with _EvalMode(model):
         step, seqs, lengths, end = _setup(model, inputs, src_padding_mask, max_new_tokens, k, use_cache)
         b, device = seqs.shape[0], seqs.device
         seqs, row_lengths = seqs.repeat_interleave(k, 0), lengths
         scores = torch.full((b, k), float("-inf"), device=device)
         scores[:, 0] = 0.0  # identical beams at the start: only the first one is alive
-        finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
-        done = [False] * b
+        hyps = _Hypotheses(b, k, row_lengths, length_penalty)
         rows = torch.arange(b, device=device).unsqueeze(1) * k
         order = torch.arange(2 * k, device=device)
-
-        def finish(row: int, beam_row: int, length: int, raw: float) -> None:
-            generated = length - int(row_lengths[row])
-            finished[row].append((raw / ((5 + generated) / 6) ** length_penalty, seqs[beam_row, :length].tolist()))
-
         cur = n_new = int(lengths.min())
         while cur < seqs.shape[1]:
             logp = F.log_softmax(step(seqs, cur, n_new).float(), dim=-1).view(b, k, -1)
             vocab = logp.shape[-1]
             forced = cur < row_lengths
-            if bool(forced.any()):  # a prompt token is given, not scored
-                only = torch.full_like(logp, float("-inf"))
-                only.scatter_(-1, seqs.view(b, k, -1)[:, :, cur : cur + 1], 0.0)
-                logp = torch.where(forced[:, None, None], only, logp)
+            logp = _force_prompt(logp, seqs, cur, forced)
             top, index = (scores.unsqueeze(-1) + logp).view(b, -1).topk(min(2 * k, k * vocab), dim=-1)
             beam, token = index // vocab, index % vocab
             is_eos = torch.zeros_like(token, dtype=torch.bool)
@@ -294,28 +336,13 @@ def beam_search(model: nn.Module, inputs: Tensor | Sequence[Sequence[int]], max_
             # Live beams: the best k candidates that did not just end.
             keep = (is_eos.long() * 2 * k + order[: top.shape[1]]).argsort(dim=-1)[:, :k]
             source = (rows + beam.gather(1, keep)).view(-1)
-            for row in torch.nonzero(is_eos[:, :k].any(dim=1)).flatten().tolist():
-                if done[row]:
-                    continue
-                for r in torch.nonzero(is_eos[row, :k]).flatten().tolist():
-                    seqs[row * k + int(beam[row, r]), cur] = eos  # restored by the reorder below
-                    finish(row, row * k + int(beam[row, r]), cur + 1, float(top[row, r]))
+            hyps.add_ended(seqs, is_eos, beam, top, cur, eos)
             seqs = seqs.index_select(0, source)
             seqs[:, cur] = token.gather(1, keep).view(-1)
             scores = top.gather(1, keep)
             step.reorder(source)
             cur, n_new = cur + 1, 1
-            for row in range(b):
-                if done[row]:
-                    continue
-                if cur >= int(end[row]):
-                    for r in range(k):
-                        if torch.isfinite(scores[row, r]):
-                            finish(row, row * k + r, cur, float(scores[row, r]))
-                    done[row] = True
-                elif len(finished[row]) >= k:
-                    done[row] = True
-            if all(done):
+            hyps.close(seqs, scores, cur, end)
+            if all(hyps.done):
                 break
-        results = [sorted(hyps, key=lambda h: -h[0])[:k] for hyps in finished]
-        return BeamOutput([[h[1] for h in hyps] for hyps in results], [[h[0] for h in hyps] for hyps in results])
+        return hyps.output()

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..attention.kinds import PAPER_PURE
 from ..data.generated import DIAGNOSTIC_CORPORA
 from .stats import DEFAULT_RESAMPLES, SEEDS_CAP, bootstrap_differences, per_example_of, seeds_to_decide, t_interval
 from .tables import Group, Row, Share, at_chance
@@ -58,7 +59,7 @@ BOOTSTRAP_RESAMPLES = DEFAULT_RESAMPLES
 BOOTSTRAP_SEED = 0
 SPEED_TOLERANCE = 0.05
 
-PURE_SYNTHESIZERS = ("random", "fixed_random", "dense", "factorized_random", "factorized_dense")
+PURE_SYNTHESIZERS = tuple(kind for kind in PAPER_PURE if kind != "vanilla")  # in the paper's order
 # the trivial predictor's score in the records' "baselines", by metric (generation metrics: copy_source_<metric>)
 TRIVIAL_KEYS = {"perplexity": "unigram_perplexity", "accuracy": "majority_accuracy"}
 TRIVIAL_NAMES = {"unigram_perplexity": "the unigram model", "majority_accuracy": "the majority class"}

@@ -22,15 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..attention import registry
-from ..attention.kinds import parse_kind
+from ..attention.kinds import PAPER_KINDS
+from ..errors import positive_int
 
-# The paper's rows (Tay et al., Table 2), in its order: vanilla first, the pure synthesizers (each
-# component's ``paper_row`` in the registry), then the paper's mixtures.
-PAPER_MIXTURES = ("random+dense", "dense+vanilla", "random+vanilla")
-DEFAULT_KINDS = (*(s.name for s in sorted((s for s in registry.specs() if s.paper_row is not None),
-                                          key=lambda s: s.paper_row)),
-                 *(str(parse_kind(kind)) for kind in PAPER_MIXTURES))
+# A comparison trains the paper's rows by default (attention/kinds.py), in its order.
+DEFAULT_KINDS = PAPER_KINDS
 SIZES = ("quick", "standard", "full")
 
 # Every size: equal step budgets (no wall-clock cap). Quick seq2seq: greedy decoding on a small sample.
@@ -96,9 +92,7 @@ PRESETS: dict[str, Preset] = {
             "batch.block_size=128", "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
             "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
             "language modelling (State of the Union)",
-            # standard, measured: vanilla on all 213 training addresses, 1200 steps of 4096 tokens (about 2.4
-            # passes over them) improved its validation loss by 1.7% over the last quarter (4.700 at step 900)
-            # at perplexity ~101, against ~700 for the unigram model
+            # standard: vanilla on all 213 training addresses flattens in 1200 steps (docs/bench/presets.md)
             standard=("tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256", "batch.block_size=128",
                       "batch.max_tokens=4096", "train.max_steps=1200", "train.lr=3e-3", "train.warmup_steps=60",
                       "train.eval_every=100", "train.log_every=50")),), baselines=("none",)),
@@ -106,22 +100,14 @@ PRESETS: dict[str, Preset] = {
         PresetTask("mt-bible-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64",
                                       "model.max_len=96", "train.max_steps=120", "eval.max_new_tokens=64",
                                       *_QUICK_SEQ2SEQ), "translation en-es (Bible)",
-                   # standard, measured: vanilla (0.2.0, seed 0) on the verses of at most 16 words (6,084 train
-                   # pairs, 364 test), 1500 steps of 1000 tokens: validation loss 3.764 at step 1000, 3.758 at 1250,
-                   # 3.770 at 1500 (flattened), test BLEU 5.7 against 0.8 for copying the source (on 200 of the
-                   # test pairs); 3 min a run (measured
-                   # with max_len 48, which cut the few pairs of 49-55 tokens; 64 holds them all)
+                   # standard: the verses of at most 16 words, 1500 steps (docs/bench/presets.md); max_len 64
+                   # holds every such pair
                    standard=_standard_seq2seq(1500, *_STANDARD_MT)),
         PresetTask("mt-libreoffice-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64",
                                             "model.max_len=96", "train.max_steps=120", "eval.max_new_tokens=64",
                                             *_QUICK_SEQ2SEQ), "translation en-de (LibreOffice)",
-                   # standard, measured: vanilla (0.2.0, seed 0) on the paragraphs of at most 16 words (22,885
-                   # train pairs, 738 test), 3000 steps: validation loss 2.528 at step 2250, 2.511 at 3000 (0.7%),
-                   # test BLEU 15.8 (400 test pairs) against 7.5 for copying the source; at 1500 steps it was
-                   # still falling (3% over the last quarter, BLEU 10.8); 8 min a run beside another job. 59 train
-                   # and 6 test sequences (sources or targets) are longer than 64 tokens and cut there.
-                   # 3 seeds of every kind and none, both corpora: 91 min; vanilla 5.68 ± 0.55 / 15.59 ± 0.10
-                   # BLEU, the other kinds within a point of it, none 4.82 / 12.54 (docs/results/mt)
+                   # standard: the paragraphs of at most 16 words, 3000 steps (1500 were still falling); a few
+                   # sequences longer than 64 tokens are cut there (docs/bench/presets.md)
                    standard=_standard_seq2seq(3000, *_STANDARD_MT)),
     ), baselines=("none",)),
     "summarization": Preset("summarization", "Debian package description to synopsis", "ROUGE-L", (
@@ -130,12 +116,8 @@ PRESETS: dict[str, Preset] = {
         PresetTask("summarization-debian-small", ("data.limit=8000", "batch.max_src_len=64", "model.max_len=64",
                                                   "train.max_steps=240", *_QUICK_SEQ2SEQ),
                    "summarization (Debian descriptions)",
-                   # standard, measured: vanilla (0.2.0, seed 0), the quick model on the descriptions of at most 40
-                   # words (10,968 train pairs, 324 test; 5,285 and 158 of them are cut to their first 64
-                   # source tokens), 2000 steps:
-                   # validation loss 3.230 at step 1500, 3.176 at 2000 (1.7%), test ROUGE-L 29.2 against 18.8
-                   # for copying the source. On all 42,539 pairs it was still 2.1% better over the last quarter
-                   # at 2000 steps (ROUGE-L 19.4 against 13.6), at 15 min a run.
+                   # standard: the quick model on the descriptions of at most 40 words, 2000 steps (on all
+                   # pairs it had not flattened by then; docs/bench/presets.md)
                    standard=_standard_seq2seq(2000, "data.max_words=40", "batch.max_src_len=64", "model.max_len=64")),),
         baselines=("none",)),
     "dialogue": Preset("dialogue", "chit-chat replies given the last turns",
@@ -143,14 +125,9 @@ PRESETS: dict[str, Preset] = {
         PresetTask("dialogue-chitchat-small", ("data.limit=8000", "batch.max_src_len=96", "batch.max_tgt_len=48",
                                                "model.max_len=96", "train.max_steps=240", "eval.max_new_tokens=48",
                                                *_QUICK_SEQ2SEQ), "dialogue (chitchat)",
-                   # standard, measured: judged by perplexity, since no reply the quick model writes beats copying
-                   # the history on BLEU-1: with 0.2.0, on all chit-chat pairs (three turns of history) vanilla
-                   # flattened by step 2000 (0.9% over the last quarter) at BLEU-1 4.7 against 7.5 for copying
-                   # (ROUGE-L 5.8 against 9.5), and on the exchanges of at most 12 words with one turn of history
-                   # (35,468 train pairs, 1,840 test), 2000 steps, at BLEU-1 3.9 against 7.0 (ROUGE-L 7.8 against
-                   # 7.0). On the latter its validation loss fell 0.6% over the last quarter (4.182 at step 1500,
-                   # 4.156 at 2000) and its test perplexity is 66.0 against 481 for the unigram model of the
-                   # training replies; about 7 min a run alone (estimated from its speed in the minutes it ran alone).
+                   # standard: judged by perplexity, since no reply the quick model writes beats copying the
+                   # history on BLEU-1; exchanges of at most 12 words, one turn of history, 2000 steps
+                   # (docs/bench/presets.md)
                    standard=_standard_seq2seq(2000, "data.max_history=1", "data.max_words=12", "model.max_len=48",
                                               "batch.max_src_len=48", "batch.max_tgt_len=47", "eval.max_new_tokens=32",
                                               "eval.metric=perplexity")),),
@@ -162,8 +139,7 @@ PRESETS: dict[str, Preset] = {
                                         "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
                                         "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
                    "sentiment (Rotten Tomatoes)",
-                   # standard, measured: vanilla at the quick size, 1000 steps, peaked at step 400 (validation
-                   # accuracy 0.724 against the majority class's 0.585) and overfitted after it
+                   # standard: vanilla at the quick size peaked at step 400, then overfitted (docs/bench/presets.md)
                    standard=("data.limit=6000", "tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256",
                              "model.max_len=64", "batch.max_len=64", "batch.max_tokens=2048", "train.max_steps=400",
                              "train.lr=3e-3", "train.warmup_steps=40", "train.eval_every=50", "train.log_every=10")),
@@ -173,8 +149,7 @@ PRESETS: dict[str, Preset] = {
                                       "batch.max_tokens=4096", "train.max_steps=120", "train.lr=2e-3",
                                       "train.warmup_steps=12", "train.eval_every=40", "train.log_every=10"),
                    "spam (SpamAssassin)",
-                   # standard, measured: vanilla at the quick size, 600 steps, peaked at steps 180-360 (validation
-                   # accuracy 0.978 against the majority class's 0.685)
+                   # standard: vanilla at the quick size peaked at steps 180-360 (docs/bench/presets.md)
                    standard=("tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256", "model.max_len=128",
                              "batch.max_len=128", "batch.max_tokens=4096", "train.max_steps=300", "train.lr=2e-3",
                              "train.warmup_steps=30", "train.eval_every=30", "train.log_every=10")),
@@ -199,18 +174,12 @@ PRESETS["listops"] = Preset("listops", "ListOps (Long Range Arena) on generated 
     PresetTask("listops-small", ("data.limit=4000", "model.d_model=64", "model.d_ff=256", "batch.max_tokens=2048",
                                  "train.max_steps=120", "train.warmup_steps=12", "train.eval_every=60",
                                  "train.log_every=10"), "ListOps (lists of 16-254 tokens)",
-               # standard, measured: vanilla (0.2.0, seed 0) on the whole generated train split, 2000 steps:
-               # validation loss 1.771 at step 1500, 1.753 at 2000 (1.0%), test accuracy 0.346 against 0.163
-               # for the majority class (it reached 0.33 by step 500); 6 min a run beside another job. 3 seeds of
-               # every kind and none: 45 min (mean last quarter 1.1%, accuracy 0.350 ± 0.004; docs/results/listops)
+               # standard: the whole generated train split, 2000 steps (docs/bench/presets.md)
                standard=("model.d_model=64", "model.d_ff=256", "batch.max_tokens=2048", "train.max_steps=2000",
                          "train.warmup_steps=100", "train.eval_every=250", "train.log_every=50")),
 ), baselines=("none",))
-# standard, measured with vanilla (seed 0): recall went from 0.27 to 1.00 validation accuracy between steps
-# 1500 and 2000 of 3000 (100000 rows); multi-query recall reached 1.00 by step 1000; reversal 0.996 by step
-# 500; copying 0.97 by step 250 but 0.999 only at step 1250 (at 800 steps, 3 seeds, its loss still fell 58%
-# over the last quarter; at 1600 it is at 0.999 and still falls 0.012 nats, just above the flatness rule).
-# Each budget leaves vanilla about as many steps again after that point.
+# standard: each budget leaves vanilla about as many steps again after the step where it solved the task
+# (docs/bench/presets.md)
 PRESETS["diagnostics"] = Preset(
     "diagnostics", "content-based against position-based mixing: recall, multi-query recall, copying, reversal",
     "accuracy", (
@@ -225,11 +194,9 @@ PRESETS["diagnostics"] = Preset(
 # demo (`make demo`): the paper's story in minutes on two cores, 6 kinds x 2 tasks x 1 seed. Reversal is
 # position-only (output i reads input 11 - i), which a random synthesizer's softmax(R) can learn; the lookup
 # needs content-based attention (the pair's position varies). One seed: the verdicts' intervals come from the
-# paired bootstrap over the 2000 test examples. Budgets measured with vanilla, seed 0 (validation accuracy):
-# reversal learns late and abruptly: at a constant learning rate 4e-3 0.37 at step 250, 0.77 at 300, 0.997 at
-# 350, but only 0.30 after 400 steps of a cosine decay from 3e-3 (random: 0.996 at step 200); the lookup
-# reached 0.96 at step 250 and 0.989 at 300 (cosine from 6e-3; random, cosine from 3e-3: 0.22 after 400). The recall of
-# separate key and value tokens (diag-recall, 4 or 8 pairs) stayed near 0.3 for 800 steps: not in the demo.
+# paired bootstrap over the 2000 test examples. Reversal learns late and abruptly, hence a constant learning
+# rate; the recall of separate key and value tokens stayed near chance: not in the demo. Budgets measured
+# with vanilla: docs/bench/presets.md.
 _DEMO = ("train.warmup_steps=30", "train.eval_every=100", "train.log_every=20")
 PRESETS["demo"] = Preset(
     "demo", "the paper's story in minutes: reversal (position-only) and key-value lookup (content-based)",
@@ -273,8 +240,7 @@ def task_overrides(task: PresetTask, size: str, preset: str = "") -> list[str]:
 
 def steps_overrides(steps: int) -> list[str]:
     """``--steps N``: the step budget, with evaluation and warm-up scaled to fit inside it."""
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"--steps must be a positive integer, got {steps!r}")
+    positive_int("--steps", steps)
     return [f"train.max_steps={steps}", f"train.eval_every={max(1, steps // 4)}",
             f"train.warmup_steps={steps // 10}", f"train.log_every={max(1, min(20, steps // 4))}"]
 
@@ -295,7 +261,7 @@ _GLUE_MODEL = ("model.d_model=64", "model.n_heads=4", "model.n_layers=1", "model
 _GLUE_FINETUNE = (*_GLUE_MODEL, "batch.max_len=64", "batch.max_tokens=2048", "train.max_steps=60", "train.lr=2e-3",
                   "train.warmup_steps=6", "train.eval_every=30", "train.log_every=10")
 # standard: two 64-wide layers, pretrained for 2000 steps of 2048 tokens (128-token blocks); each task
-# fine-tuned from it with its own budget, measured on vanilla (0.2.0, seed 0)
+# fine-tuned from it with its own budget, measured on vanilla (docs/bench/presets.md)
 _GLUE_STANDARD_MODEL = ("model.d_model=64", "model.n_heads=4", "model.n_layers=2", "model.d_ff=256")
 
 
@@ -310,12 +276,9 @@ def _glue_standard(steps: int, warmup: int, lr: str, max_len: int, *task: str) -
 PRESETS["glue"] = PretrainedPreset(
     "glue", "pretrained with span corruption, then fine-tuned: sentiment, spam, English-Spanish translation pairs, "
     "synopsis-description pairs (a GLUE-style average)", "accuracy (average over tasks)", (
-        # standard, measured: validation accuracy 0.698 / 0.701 / 0.706 / 0.708 at steps 250-400, test 0.710
-        # (majority class 0.585); from scratch the classification preset's vanilla reaches 0.715 in 400 steps
         PresetTask("cls-rotten-small", ("data.limit=4000", *_GLUE_FINETUNE), "sentiment (Rotten Tomatoes), fine-tuned",
                    standard=_glue_standard(400, 40, "2e-3", 64, "data.limit=6000")),
         # no data.limit: the spam train file lists every ham e-mail first.
-        # standard, measured: validation accuracy 0.974 at step 300, 0.970 at 400; test 0.968 (majority 0.685)
         PresetTask("cls-spam-small", _GLUE_FINETUNE, "spam (SpamAssassin), fine-tuned",
                    standard=_glue_standard(400, 40, "2e-3", 128)),
         PresetTask("cls-bible-pairs-small", ("data.limit=4000", *_GLUE_FINETUNE),
@@ -325,10 +288,8 @@ PRESETS["glue"] = PretrainedPreset(
                                 "to 0.519 from step 250 on, test 0.511 (balanced classes), so there is no gain "
                                 "over the trivial predictor to compare"),
         # the synopsis first (a few words), then the description cut to fit: 64 tokens hold its opening.
-        # standard, measured: all 85,078 training pairs (a prefix would change the task, see data/derived.py),
-        # validation loss 0.690 / 0.671 / 0.656 / 0.642 / 0.642 / 0.631 and accuracy 0.537 / 0.580 / 0.614 /
-        # 0.621 / 0.625 / 0.639 at steps 250-1500 (chance 0.5), test accuracy 0.634; at 128 tokens and learning
-        # rate 2e-3 it stayed near chance (0.53-0.57 in 750 steps)
+        # standard: all training pairs (a prefix would change the task, see data/derived.py); at 128 tokens
+        # and learning rate 2e-3 it stayed near chance
         PresetTask("cls-debian-pairs-small", ("data.limit=4000", *_GLUE_FINETUNE, "model.on_too_long=truncate"),
                    "synopsis-description pairs (Debian packages), fine-tuned",
                    standard=_glue_standard(1500, 100, "1e-3", 64, "model.on_too_long=truncate")),
@@ -339,8 +300,6 @@ PRESETS["glue"] = PretrainedPreset(
         "tokenizer.vocab_size=2000", *_GLUE_MODEL, "batch.block_size=64", "batch.max_tokens=2048",
         "train.max_steps=150", "train.lr=3e-3", "train.warmup_steps=15", "train.eval_every=75", "train.log_every=10",
         "eval.max_eval_examples=300"), "span-corruption pretraining",
-        # standard, measured: vanilla's validation loss 4.432 / 4.041 / 3.992 / 3.947 at steps 500 / 1250 / 1500 /
-        # 2000 (1.1% over the last quarter), 2.2 min a run alone
         standard=("data.corpora=[rotten-tomatoes, spam, bible-en-es, sotu-subset]", "data.limit=10000",
                   "tokenizer.vocab_size=2000", *_GLUE_STANDARD_MODEL, "model.max_len=128", "batch.block_size=128",
                   "batch.max_tokens=2048", "train.max_steps=2000", "train.lr=3e-3", "train.warmup_steps=100",

@@ -21,6 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import positive_int
+
 PER_EXAMPLE_KINDS = ("accuracy", "bleu", "rouge")
 DEFAULT_RESAMPLES = 1000
 
@@ -47,8 +49,7 @@ def t_quantile(df: int, confidence: float = 0.95) -> float:
     (within 0.001 of the exact value for every df)."""
     if confidence != 0.95:
         raise ValueError(f"confidence {confidence} is not tabulated; only 0.95 is")
-    if df < 1:
-        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    positive_int("degrees of freedom", df)
     if df <= len(_T975):
         return _T975[df - 1]
     return _Z975 + (_T975[-1] - _Z975) * len(_T975) / df
@@ -137,8 +138,7 @@ def bootstrap_differences(kind: str, a, b, n_resamples: int = DEFAULT_RESAMPLES,
     a, b = _as_stats(kind, a), _as_stats(kind, b)
     if a.shape != b.shape:
         raise ValueError(f"paired statistics need the same shape, got {a.shape} and {b.shape}")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    positive_int("n_resamples", n_resamples)
     counts = _resample_counts(a.shape[-2] if kind == "bleu" else a.shape[-1], n_resamples, seed)
     diff = _resampled_metric(kind, a, counts) - _resampled_metric(kind, b, counts)       # [..., R]
     return diff.reshape(-1, n_resamples).mean(axis=0)
@@ -149,8 +149,7 @@ def bootstrap_metric(kind: str, values, n_resamples: int = DEFAULT_RESAMPLES, se
     :func:`bootstrap_differences` with the same seed). ``values``: ``[..., n]`` (``[..., n, 2 + 2N]`` for
     BLEU); leading axes share each resample and are averaged. Returns ``[n_resamples]``."""
     x = _as_stats(kind, values)
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    positive_int("n_resamples", n_resamples)
     counts = _resample_counts(x.shape[-2] if kind == "bleu" else x.shape[-1], n_resamples, seed)
     return _resampled_metric(kind, x, counts).reshape(-1, n_resamples).mean(axis=0)
 

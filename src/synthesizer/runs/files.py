@@ -8,7 +8,10 @@
       labels.json       a classifier's label names, {"labels": [...]}
       log.jsonl         one JSON record per line: "train" windows, "eval" points, "end"
       result.json       the finished run's metrics (its presence means: finished)
-      tokenizer/, last/, best/ ...   the tokenizer and the checkpoints (training/checkpoint.py)
+      tokenizer/        the tokenizer (data/tokenizer.py writes what is inside)
+      step-00000400/    a checkpoint (training/checkpoint.py): model.safetensors, config.json,
+                        trainer_state.pt, tokenizer/
+      last, previous, best   symlinks to checkpoint folders
 
 Standard library only, so every layer that writes or reads one of these files can import it.
 """
@@ -21,10 +24,25 @@ import statistics
 from pathlib import Path
 
 
+EXPERIMENT_FILE = "experiment.json"
+DATA_FILE = "data.json"
+LABELS_FILE = "labels.json"
+LOG_FILE = "log.jsonl"
+RESULT_FILE = "result.json"
+TOKENIZER_DIR = "tokenizer"
+# A checkpoint folder's files; config.json is also the model config of a Hugging Face folder.
+WEIGHTS_NAME = "model.safetensors"
+CONFIG_NAME = "config.json"
+STATE_NAME = "trainer_state.pt"
+# The symlinks to checkpoint folders: the newest, the one before it, the best by validation metric.
+LAST, PREVIOUS, BEST = "last", "previous", "best"
+LINKS = (LAST, PREVIOUS, BEST)
+
+
 def is_hf_folder(path: str | os.PathLike) -> bool:
     """A folder with an HF ``config.json`` of model_type "synthesizer" (read without importing transformers).
     ValueError for a ``config.json`` that does not parse (a run folder has none: it is meant as an HF one)."""
-    config = Path(path) / "config.json"
+    config = Path(path) / CONFIG_NAME
     try:
         data = json.loads(config.read_text()) if config.is_file() else None
     except ValueError as e:  # cut short by a copy, or not text at all
@@ -32,12 +50,6 @@ def is_hf_folder(path: str | os.PathLike) -> bool:
     except OSError:
         return False
     return isinstance(data, dict) and data.get("model_type") == "synthesizer"
-
-EXPERIMENT_FILE = "experiment.json"
-DATA_FILE = "data.json"
-LABELS_FILE = "labels.json"
-LOG_FILE = "log.jsonl"
-RESULT_FILE = "result.json"
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -51,7 +51,8 @@ from ..data.sources import load_corpus, load_files
 from ..data.span_corruption import sentinel_tokens
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
 from ..models import Classifier, EncoderDecoder, ModelConfig, build_model
-from ..runs.files import DATA_FILE, EXPERIMENT_FILE, LOG_FILE, RESULT_FILE, read_log, write_json, write_labels
+from ..runs.files import (BEST, CONFIG_NAME, DATA_FILE, EXPERIMENT_FILE, LAST, LOG_FILE, RESULT_FILE, STATE_NAME,
+                          TOKENIZER_DIR, read_log, write_json, write_labels)
 from ..training import distributed as dist
 from ..training.checkpoint import (CheckpointError, corrupt, finished_checkpoint, load_model_weights,
                                    resolve_checkpoint)
@@ -175,7 +176,7 @@ class Pretrained:
 
     def record(self) -> dict:
         """What result.json keeps of it (``init_from``)."""
-        state = self.checkpoint / "trainer_state.pt"
+        state = self.checkpoint / STATE_NAME
         step = int(torch.load(state, map_location="cpu", weights_only=True)["step"]) if state.is_file() else None
         return {"run_dir": str(self.run_dir), "checkpoint": str(self.checkpoint), "step": step,
                 "task": self.cfg.task, "data": _data_label(self.cfg), "attention": check_kind(self.model.attention)}
@@ -206,9 +207,9 @@ def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
         checkpoint = finished_checkpoint(run_dir)
     except FileNotFoundError:
         checkpoint = None
-    if checkpoint is None or not (checkpoint / "config.json").is_file():
+    if checkpoint is None or not (checkpoint / CONFIG_NAME).is_file():
         raise DataError(f"{where}: no checkpoint yet (no 'best' or 'last' folder); finish or resume that run first")
-    model = ModelConfig.from_dict(json.loads((checkpoint / "config.json").read_text()))
+    model = ModelConfig.from_dict(json.loads((checkpoint / CONFIG_NAME).read_text()))
     pretrained_kind, kind = check_kind(model.attention), cfg.attention
     if pretrained_kind != kind:
         raise ValueError(f"{where}: pretrained with attention {pretrained_kind!r}, but model.attention is {kind!r}; "
@@ -236,7 +237,7 @@ def _resumable(key: str) -> bool:
 
 def _check_resume(cfg: ExperimentConfig, data: dict, out_dir: Path, resume: bool) -> None:
     """Refuse to start in a folder holding a run (without resume) or to resume a different run (one line)."""
-    if not resume and (out_dir / "last").exists():
+    if not resume and (out_dir / LAST).exists():
         raise ValueError(f"{out_dir} already holds a trained run; pass resume (--resume) to continue it, "
                          "or choose another output folder (--out)")
     if not resume:
@@ -252,7 +253,7 @@ def _check_resume(cfg: ExperimentConfig, data: dict, out_dir: Path, resume: bool
     if record.exists():
         saved_data = json.loads(record.read_text())
         differ += data_differences(saved_data.get("data", {}), data)
-        token_file = out_dir / "tokenizer" / TOKENIZER_FILE
+        token_file = out_dir / TOKENIZER_DIR / TOKENIZER_FILE
         expected = (saved_data.get("tokenizer") or {}).get("sha256")
         if expected and token_file.is_file() and file_hash(token_file) != expected:
             differ.append(f"the tokenizer file {token_file} (changed since the run started)")
@@ -282,12 +283,12 @@ def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: boo
 
     Rank 0 records the saved file's hash in data.json (and in ``provenance``, which it updates).
     """
-    folder = out_dir / "tokenizer"
+    folder = out_dir / TOKENIZER_DIR
     if dist.is_main():
         if not (resume and (folder / TOKENIZER_FILE).exists()):
             if cfg.init_from is not None:
                 folder.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(Path(cfg.init_from) / "tokenizer" / TOKENIZER_FILE, folder / TOKENIZER_FILE)
+                shutil.copyfile(Path(cfg.init_from) / TOKENIZER_DIR / TOKENIZER_FILE, folder / TOKENIZER_FILE)
             else:
                 if cfg.data.get("corpus") in GENERATED:  # a fixed word-level vocabulary (see data/generated.py)
                     tok = fixed_tokenizer(GENERATED[cfg.data['corpus']].vocab)
@@ -359,7 +360,7 @@ def _train_and_report(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resu
 
     train_cfg = cfg.train_config(best_metric=task.select_metric, best_mode=task.select_mode, progress=progress)
     trainer = Trainer(model, task.step_fn, task.train_batches, train_cfg, evaluate_fn=evaluate_fn, out_dir=out_dir,
-                      tokenizer=str(out_dir / "tokenizer"), device=info.device, reference_loss=task.uniform_loss())
+                      tokenizer=str(out_dir / TOKENIZER_DIR), device=info.device, reference_loss=task.uniform_loss())
     diverged_step, stopped = None, "max_steps"
     try:
         stopped = trainer.train(resume=resume).stopped
@@ -369,7 +370,7 @@ def _train_and_report(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resu
             warnings.warn(f"{out_dir}: training diverged at step {e.step} ({e}); reporting the best "
                           "checkpoint saved before it", stacklevel=3)
     if stopped in ("SIGINT", "SIGTERM", "signal"):
-        return {"stopped": stopped, "steps": trainer.step, "checkpoint": str(out_dir / "last")}
+        return {"stopped": stopped, "steps": trainer.step, "checkpoint": str(out_dir / LAST)}
 
     result_path = out_dir / RESULT_FILE
     if main:
@@ -387,7 +388,7 @@ def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corp
     """Evaluate the best checkpoint (valid and test; ``last`` if ``best`` is missing or damaged) and
     assemble the result dict."""
     checkpoint, link = None, None
-    for which in ("best", "last"):
+    for which in (BEST, LAST):
         try:
             load_model_weights(resolve_checkpoint(out_dir, which), model)
         except FileNotFoundError:
@@ -429,7 +430,7 @@ def load_config(run_dir: str | Path) -> ExperimentConfig:
     return ExperimentConfig.from_dict(json.loads(path.read_text()))
 
 
-def load_trained(run_dir: str | Path, which: str = "best") -> tuple[nn.Module, Tokenizer, ExperimentConfig]:
+def load_trained(run_dir: str | Path, which: str = BEST) -> tuple[nn.Module, Tokenizer, ExperimentConfig]:
     """(model in eval mode, tokenizer, config) of a run folder; ``which``: "best" (falls back to "last",
     also when "best" cannot be read whole) or "last"."""
     cfg = load_config(run_dir)
@@ -438,18 +439,18 @@ def load_trained(run_dir: str | Path, which: str = "best") -> tuple[nn.Module, T
     except FileNotFoundError as e:
         raise DataError(str(e)) from None
     try:
-        return _load_checkpoint_model(checkpoint, cfg), Tokenizer.load(checkpoint / "tokenizer"), cfg
+        return _load_checkpoint_model(checkpoint, cfg), Tokenizer.load(checkpoint / TOKENIZER_DIR), cfg
     except CheckpointError as e:
-        last = Path(run_dir) / "last"
-        if which == "last" or not last.is_dir() or last.resolve() == checkpoint.resolve():
+        last = Path(run_dir) / LAST
+        if which == LAST or not last.is_dir() or last.resolve() == checkpoint.resolve():
             raise
         warnings.warn(f"{e}; using 'last' instead", stacklevel=2)
-        return _load_checkpoint_model(last.resolve(), cfg), Tokenizer.load(last / "tokenizer"), cfg
+        return _load_checkpoint_model(last.resolve(), cfg), Tokenizer.load(last / TOKENIZER_DIR), cfg
 
 
 def _load_checkpoint_model(checkpoint: Path, cfg: ExperimentConfig) -> nn.Module:
     """The model saved in ``checkpoint``, in eval mode; CheckpointError naming a file that cannot be read."""
-    config_file = checkpoint / "config.json"
+    config_file = checkpoint / CONFIG_NAME
     try:
         saved = json.loads(config_file.read_text())
     except (OSError, ValueError) as e:
@@ -459,7 +460,7 @@ def _load_checkpoint_model(checkpoint: Path, cfg: ExperimentConfig) -> nn.Module
     return model.eval()
 
 
-def evaluate_run(run_dir: str | Path, split: str = "test", which: str = "best") -> dict:
+def evaluate_run(run_dir: str | Path, split: str = "test", which: str = BEST) -> dict:
     """Metrics of a trained run's checkpoint on ``split`` (``valid`` or ``test``), recomputed from the data."""
     if split not in ("valid", "test"):
         raise ValueError(f"split must be 'valid' or 'test', got {split!r}")

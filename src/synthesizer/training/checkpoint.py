@@ -34,13 +34,9 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..runs.files import BEST, CONFIG_NAME, LAST, LINKS, PREVIOUS, STATE_NAME, TOKENIZER_DIR, WEIGHTS_NAME
 from .distributed import unwrap_model
 
-WEIGHTS_NAME = "model.safetensors"
-CONFIG_NAME = "config.json"
-STATE_NAME = "trainer_state.pt"
-TOKENIZER_DIR = "tokenizer"
-LINKS = ("last", "previous", "best")
 # What the saved weights mean, in the file's metadata. 2: token embeddings multiplied by sqrt(d_model)
 # (models/blocks.Embeddings); files without it (1: synthesizer-pytorch 0.1.0) would load without an
 # error and give other outputs, so they are refused.
@@ -141,6 +137,51 @@ def _save_tokenizer(tokenizer: str | os.PathLike | TokenizerSaver, folder: Path)
         raise ValueError(f"tokenizer path {str(source)!r} does not exist; give a file, a folder or a callable")
 
 
+def _free_name(directory: Path, step: int) -> str:
+    """``step-%08d``, or with a ``.i`` suffix when that step was saved before: a folder in use is never overwritten."""
+    name = f"step-{step:08d}"
+    if (directory / name).exists():
+        i = 1
+        while (directory / f"{name}.{i}").exists():
+            i += 1
+        name = f"{name}.{i}"
+    return name
+
+
+def _write_folder(folder: Path, model: nn.Module, step: int, *, optimizer, scheduler, extra: dict | None,
+                  config: dict | None, tokenizer, rng_states: list[dict] | None) -> None:
+    """The checkpoint's files in the new ``folder``, flushed to disk (see ``save_checkpoint``)."""
+    folder.mkdir()
+    from safetensors.torch import save_model  # the training extra's (see capture_rng_state)
+
+    save_model(unwrap_model(model), str(folder / WEIGHTS_NAME), metadata={"step": str(step), "weights_revision": str(WEIGHTS_REVISION)})
+    with open(folder / CONFIG_NAME, "w") as f:
+        json.dump(config or {}, f, indent=2, sort_keys=True)
+    state = {
+        "step": step,
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        "rng": rng_states if rng_states is not None else [capture_rng_state()],
+        "extra": dict(extra or {}),
+    }
+    torch.save(state, folder / STATE_NAME)
+    if tokenizer is not None:
+        _save_tokenizer(tokenizer, folder)
+    _fsync_tree(folder)
+
+
+def _switch_links(directory: Path, name: str, previous: str | None, best: bool) -> None:
+    """Point ``last`` (and ``best``) at the new checkpoint ``name``, ``previous`` at the one ``last`` left;
+    then delete the folders no link points to."""
+    if previous is not None and previous != name:
+        _point(directory, PREVIOUS, previous)
+    _point(directory, LAST, name)
+    if best:
+        _point(directory, BEST, name)
+    _fsync_dir(directory)
+    _cleanup(directory)
+
+
 def save_checkpoint(directory: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     scheduler=None, step: int = 0, *, extra: dict | None = None, config: dict | None = None,
                     tokenizer: str | os.PathLike | TokenizerSaver | None = None, best: bool = False,
@@ -159,32 +200,12 @@ def save_checkpoint(directory: str | os.PathLike, model: nn.Module, optimizer: t
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    name = f"step-{step:08d}"
-    if (directory / name).exists():  # same step saved twice: never overwrite a folder in use
-        i = 1
-        while (directory / f"{name}.{i}").exists():
-            i += 1
-        name = f"{name}.{i}"
+    name = _free_name(directory, step)
     tmp = directory / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
-    previous = os.readlink(directory / "last") if (directory / "last").is_symlink() else None
+    previous = os.readlink(directory / LAST) if (directory / LAST).is_symlink() else None
     try:
-        tmp.mkdir()
-        from safetensors.torch import save_model  # the training extra's (see capture_rng_state)
-
-        save_model(unwrap_model(model), str(tmp / WEIGHTS_NAME), metadata={"step": str(step), "weights_revision": str(WEIGHTS_REVISION)})
-        with open(tmp / CONFIG_NAME, "w") as f:
-            json.dump(config or {}, f, indent=2, sort_keys=True)
-        state = {
-            "step": step,
-            "optimizer": optimizer.state_dict() if optimizer is not None else None,
-            "scheduler": scheduler.state_dict() if scheduler is not None else None,
-            "rng": rng_states if rng_states is not None else [capture_rng_state()],
-            "extra": dict(extra or {}),
-        }
-        torch.save(state, tmp / STATE_NAME)
-        if tokenizer is not None:
-            _save_tokenizer(tokenizer, tmp)
-        _fsync_tree(tmp)
+        _write_folder(tmp, model, step, optimizer=optimizer, scheduler=scheduler, extra=extra, config=config,
+                      tokenizer=tokenizer, rng_states=rng_states)
         os.replace(tmp, directory / name)
         _fsync_dir(directory)
     except BaseException as e:
@@ -194,17 +215,11 @@ def save_checkpoint(directory: str | os.PathLike, model: nn.Module, optimizer: t
             raise CheckpointError(f"no space left on the device while writing checkpoint {directory / name} "
                                   f"({os.strerror(e.errno)}); {kept}; free some space and resume") from None
         raise
-    if previous is not None and previous != name:
-        _point(directory, "previous", previous)
-    _point(directory, "last", name)
-    if best:
-        _point(directory, "best", name)
-    _fsync_dir(directory)
-    _cleanup(directory)
+    _switch_links(directory, name, previous, best)
     return directory / name
 
 
-def resolve_checkpoint(path: str | os.PathLike, which: str = "last") -> Path:
+def resolve_checkpoint(path: str | os.PathLike, which: str = LAST) -> Path:
     """The checkpoint folder for ``path``: a checkpoint folder itself, or a run folder (uses ``which``)."""
     path = Path(path)
     if (path / WEIGHTS_NAME).is_file():
@@ -214,11 +229,11 @@ def resolve_checkpoint(path: str | os.PathLike, which: str = "last") -> Path:
     raise FileNotFoundError(f"no checkpoint at {str(path)!r}: expected {WEIGHTS_NAME} in it or in its {which!r} folder")
 
 
-def finished_checkpoint(run_dir: str | os.PathLike, which: str = "best") -> Path:
+def finished_checkpoint(run_dir: str | os.PathLike, which: str = BEST) -> Path:
     """The checkpoint a run is read from: its ``which`` folder ("best"), else ``last``.
 
     FileNotFoundError when it has neither (a checkpoint folder given itself is returned as it is)."""
-    for name in dict.fromkeys((which, "last")):
+    for name in dict.fromkeys((which, LAST)):
         try:
             return resolve_checkpoint(run_dir, name)
         except FileNotFoundError:
@@ -235,11 +250,11 @@ def intact_checkpoints(directory: str | os.PathLike) -> list[Path]:
 
 def point_last(directory: str | os.PathLike, folder: str | os.PathLike) -> None:
     """Point ``directory/last`` at the checkpoint ``folder`` inside it (after falling back to an older one)."""
-    _point(Path(directory), "last", Path(folder).name)
+    _point(Path(directory), LAST, Path(folder).name)
     _fsync_dir(Path(directory))
 
 
-def load_model_weights(path: str | os.PathLike, model: nn.Module, strict: bool = True, which: str = "last") -> nn.Module:
+def load_model_weights(path: str | os.PathLike, model: nn.Module, strict: bool = True, which: str = LAST) -> nn.Module:
     """Load weights into ``model`` from a ``.safetensors`` file, a checkpoint folder or a run folder."""
     path = Path(path)
     file = path if path.is_file() else resolve_checkpoint(path, which) / WEIGHTS_NAME
@@ -274,7 +289,7 @@ def revision_error(what: str | os.PathLike, revision: int) -> CheckpointError:
 
 
 def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                    scheduler=None, *, restore_rng: bool = True, rank: int = 0, which: str = "last") -> dict:
+                    scheduler=None, *, restore_rng: bool = True, rank: int = 0, which: str = LAST) -> dict:
     """Restore weights, optimizer, scheduler and (this rank's) RNG state from a checkpoint.
 
     Every file is read before anything is restored; one that cannot be read whole (truncated, not a

@@ -42,8 +42,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from ..errors import os_error_line
-from ..runs.files import LOG_FILE
+from ..errors import os_error_line, positive_int
+from ..runs.files import LAST, LOG_FILE
 from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
                          point_last, resolve_checkpoint, restore_rng_state, save_checkpoint)
@@ -134,11 +134,12 @@ class TrainConfig:
 
     def __post_init__(self):
         """Type and range of every field; a ValueError starts with the field name and says what is allowed."""
-        for name, low in (("max_steps", 1), ("grad_accum", 1), ("log_every", 1), ("warmup_steps", 0),
-                          ("eval_every", 0), ("save_every", 0), ("seed", -2**63)):
+        for name in ("max_steps", "grad_accum", "log_every"):
+            positive_int(name, getattr(self, name))
+        for name, low in (("warmup_steps", 0), ("eval_every", 0), ("save_every", 0), ("seed", -2**63)):
             _check_int(name, getattr(self, name), low)
         if self.schedule_steps is not None:
-            _check_int("schedule_steps", self.schedule_steps, 1)
+            positive_int("schedule_steps", self.schedule_steps)
         _check_number("lr", self.lr, "> 0", lambda v: v > 0)
         _check_number("weight_decay", self.weight_decay, ">= 0", lambda v: v >= 0)
         _check_number("min_lr_ratio", self.min_lr_ratio, "in [0, 1]", lambda v: 0 <= v <= 1)
@@ -489,7 +490,7 @@ class Trainer:
         cfg = self.config
         main = dist_utils.is_main()
         if self.out_dir is not None:
-            if not resume and (self.out_dir / "last").exists():  # checked on every rank: none may hang
+            if not resume and (self.out_dir / LAST).exists():  # checked on every rank: none may hang
                 raise ValueError(f"{str(self.out_dir)!r} already holds a checkpoint; pass resume=True to "
                                  "continue it, or choose another out_dir")
             self.out_dir.mkdir(parents=True, exist_ok=True)

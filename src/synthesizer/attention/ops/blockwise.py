@@ -29,10 +29,8 @@ NAME = "blockwise"
 NEEDS = "features"
 
 # Logits per block of one example (16 MiB in float32; the backward holds two such blocks and the
-# block's rows of the bias): 256 rows per block at 8 heads, seq 2048. Measured there (batch 8, d_model
-# 512, forward+backward, 2 threads, interleaved medians, ratio to the plain sdpa layer): random+vanilla
-# 1.43x / 1.42x / 1.49x with 2M / 4M / 8M elements, random+dense 1.31x / 1.21x (2M / 4M); peak memory
-# 594 / 610 / 642 MiB before the features' weight moved into the kernel (now 579 MiB at 4M).
+# block's rows of the bias): 256 rows per block at 8 heads, seq 2048. Chosen by timing 2M / 4M / 8M
+# elements (docs/bench/kernels.md, "blockwise").
 BLOCK_ELEMENTS = 1 << 22
 
 
@@ -129,8 +127,8 @@ def _block_rows(h: int, n: int) -> int:
     return max(16, min(n, BLOCK_ELEMENTS // max(1, h * n)))
 
 
-def attention_backward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, padding: Tensor | None, causal: bool,
-                       out: Tensor, lse: Tensor, grad_out: Tensor, dropout: float = 0.0, seed: int = 0,
+def attention_backward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, out: Tensor, lse: Tensor, grad_out: Tensor, *,
+                       padding: Tensor | None, causal: bool, dropout: float = 0.0, seed: int = 0,
                        wanted: Sequence[tuple[bool, bool]] = (), q_weight: Tensor | None = None
                        ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, list[Tensor | None]]:
     """dq, dk (B, H, n, dq), dv (B, H, n, dv), the gradient of ``q_weight`` (None without one) and the
@@ -195,7 +193,7 @@ def _block_seed(seed: int, example: int, start: int, n: int) -> int:
     return seed + example * n + start
 
 
-def blockwise_forward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, padding: Tensor | None, causal: bool,
+def blockwise_forward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, padding: Tensor | None, causal: bool, *,
                       dropout: float = 0.0, seed: int = 0, q_weight: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The output (B, H, n, dv) and each row's log-sum-exp (B, H, n), +inf on rows without a key
     (what ``attention_backward`` takes), in the backward's blocks (one example at a time). Dropout
@@ -240,7 +238,8 @@ _TERMS_FROM = 8  # the index of w_0 among _BlockwiseAttention's inputs
 class _BlockwiseAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, padding, causal, dropout, seed, q_weight, *flat_terms):
-        out, lse = blockwise_forward(q, k, v, unflatten(flat_terms), padding, causal, dropout, seed, q_weight)
+        out, lse = blockwise_forward(q, k, v, unflatten(flat_terms), padding, causal,
+                                     dropout=dropout, seed=seed, q_weight=q_weight)
         ctx.save_for_backward(q, k, v, padding, out, lse, q_weight, *flat_terms)
         ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
         return out
@@ -250,13 +249,14 @@ class _BlockwiseAttention(torch.autograd.Function):
         q, k, v, padding, out, lse, q_weight, *flat_terms = ctx.saved_tensors
         terms = unflatten(flat_terms)
         wanted = wanted_terms(ctx.needs_input_grad, _TERMS_FROM, len(terms))
-        dq, dk, dv, dq_weight, term_grads = attention_backward(q, k, v, terms, padding, ctx.causal, out, lse, grad_out,
-                                                               ctx.dropout, ctx.seed, wanted, q_weight)
+        dq, dk, dv, dq_weight, term_grads = attention_backward(
+            q, k, v, terms, out, lse, grad_out, padding=padding, causal=ctx.causal, dropout=ctx.dropout,
+            seed=ctx.seed, wanted=wanted, q_weight=q_weight)
         return dq, dk, dv, None, None, None, None, dq_weight, *term_grads
 
 
 def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | Terms | None = None,
-                        padding: Tensor | None = None, causal: bool = False, dropout: float = 0.0,
+                        padding: Tensor | None = None, causal: bool = False, *, dropout: float = 0.0,
                         training: bool = False, q_weight: Tensor | None = None) -> Tensor:
     """q, k (B, H, n, dq); v (B, H, n, dv); bias (H, n, n), bias terms ((w_c or None, B_c (H, n, n)), ...)
     or None; padding (B, n) bool, True = pad; q_weight: the features' mixture weight (1 or H values) or None.
@@ -271,4 +271,5 @@ def blockwise_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | Terms | 
 
 def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
     """q, k (B, H, n, dq), the features' weight and the bias terms of ``scores``; v (B, H, n, dv) -> (B, H, n, dv)."""
-    return blockwise_attention(scores.q, scores.k, v, scores.terms, padding, causal, dropout, training, scores.q_weight)
+    return blockwise_attention(scores.q, scores.k, v, scores.terms, padding, causal, dropout=dropout, training=training,
+                               q_weight=scores.q_weight)

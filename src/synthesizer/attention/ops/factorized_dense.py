@@ -5,17 +5,13 @@ and Pb (B, H, n, b), a few hundred numbers per row. Queries are processed in blo
 logits at a time): each block's logits are generated from its rows' factors, masked, softmaxed and
 multiplied by v; the forward keeps only the factors, and the backward regenerates each block's
 probabilities, as flash attention does. (It recomputes the softmax rather than ``exp(S - lse)``
-from a saved log-sum-exp: on CPU one fused softmax, 2.6 ms on a (8, 8, 64, 1024) block, beat
-the subtract and exp, 3.9 ms.) The factors' gradients are the block's dlogits folded back: with
-the key axis viewed as (a, b), ``dPa[i, p] = sum_q dS[i, p, q] Pb[i, q]`` and
-``dPb[i, q] = sum_p dS[i, p, q] Pa[i, p]``. v's gradient is accumulated transposed (go^T P: 5 ms
-against 13 ms for P^T go on such a block).
+from a saved log-sum-exp: one fused softmax beat the subtract and exp on CPU.) The factors' gradients
+are the block's dlogits folded back: with the key axis viewed as (a, b),
+``dPa[i, p] = sum_q dS[i, p, q] Pb[i, q]`` and ``dPb[i, q] = sum_p dS[i, p, q] Pa[i, p]``. v's
+gradient is accumulated transposed (go^T P beat P^T go).
 
-Measured on the idle machine (batch 8, d_model 512, 8 heads, non-causal, forward+backward, 2 threads,
-ratios to the plain scaled_dot_product_attention layer of the same run; docs/bench/cpu-b8): 1.07x at
-seq 1024, 1.34x at seq 2048 (building the block's logits from the factors is elementwise work with no
-fused kernel); peak memory at seq 2048 1.49x the plain layer (435 MiB against 291), against 11.3x for
-the reference path, which is why it is the default.
+Its time stays close to the plain layer's and its peak memory far below the reference path's, which
+is why it is the default; the figures are in docs/bench/kernels.md ("factorized_dense").
 
 The layer hands the factors over as ``scores.q`` (Pa) and ``scores.k`` (Pb): they come from the
 component's ``features``, which for this component returns the factors, not a dot product.
@@ -36,8 +32,8 @@ NAME = "factorized_dense"
 NEEDS = "features"
 
 # Logits per block, all examples together (16 MiB in float32): 32 rows at batch 8, 8 heads, seq 2048.
-# Twice as many (a block's logits and probabilities then fill a 32 MiB L3 cache) ran 1.4-2.1x slower at
-# seq 512-2048 in interleaved runs on a loaded machine (1.34x instead of 1.85x a plain layer at 2048, idle).
+# Twice as many (a block's logits and probabilities then fill a 32 MiB L3 cache) was slower
+# (docs/bench/kernels.md).
 BLOCK_ELEMENTS = 1 << 22
 
 
@@ -105,7 +101,7 @@ class _FactorizedDenseAttention(torch.autograd.Function):
             if dropout > 0:
                 probs *= _dropout_keep(probs.shape, dropout, seed + s, pa.device).to(probs.dtype)
             # Not matmul(out=out[:, :, s:e]): into a strided slice it runs one small product per
-            # (batch, head) (23 s instead of 2 s at batch 8, seq 2048); the copy costs nothing.
+            # (batch, head), far slower (docs/bench/kernels.md); the copy costs nothing.
             out[:, :, s:e] = probs @ v[:, :, :m]
         ctx.save_for_backward(pa, pb, v, padding, empty)
         ctx.causal, ctx.n, ctx.dropout, ctx.seed = causal, n, dropout, seed
@@ -120,7 +116,7 @@ class _FactorizedDenseAttention(torch.autograd.Function):
         block = _block_size(bsz, h, n)
         grad_out = grad_out.contiguous()
         dpa, dpb = torch.zeros_like(pa), torch.zeros_like(pb)
-        # dv accumulated transposed, (B*H, dv, n): go^T P is 2-3x faster on CPU than P^T go.
+        # dv accumulated transposed, (B*H, dv, n): go^T P beats P^T go on CPU (docs/bench/kernels.md).
         dv_t = v.new_zeros(bsz * h, dh, n)
         for s in range(0, t, block):
             e = min(s + block, t)

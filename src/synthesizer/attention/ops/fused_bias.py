@@ -142,8 +142,8 @@ class _FusedBiasAttention(torch.autograd.Function):
         q, k, v, padding, out, lse, q_weight, *flat_terms = ctx.saved_tensors
         terms = unflatten(flat_terms)
         wanted = wanted_terms(ctx.needs_input_grad, _TERMS_FROM, len(terms))
-        dq, dk, dv, dq_weight, term_grads = attention_backward(q, k, v, terms, padding, ctx.causal, out, lse, grad_out,
-                                                               wanted=wanted, q_weight=q_weight)
+        dq, dk, dv, dq_weight, term_grads = attention_backward(q, k, v, terms, out, lse, grad_out, padding=padding,
+                                                               causal=ctx.causal, wanted=wanted, q_weight=q_weight)
         return dq, dk, dv, None, None, None, dq_weight, *term_grads
 
 

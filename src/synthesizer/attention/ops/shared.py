@@ -8,15 +8,9 @@ empty-row rule in this form) gives zeros.
 Causal: P is lower triangular, so the kernel masks, normalises and multiplies block by block: rows
 ``s:e`` of P see only the first ``e`` keys (forward), and the backward's two products and its softmax
 backward use the same blocks. With ``k`` blocks of ``CAUSAL_BLOCK`` rows a product costs
-``(1 + 1/k) / 2`` of the full one, and no masked (H, n, n) copy of the logits is made.
-Measured (forward+backward of the causal random layer against a causal fused ``sdpa`` layer, batch
-8, d_model 512, 8 heads, 2 threads, torch 2.13 CPU, medians of interleaved repeats, taken while
-others ran tests): in a first run whole products 0.56x at seq 1024 and 0.67x at 2048, blocks of 128
-rows 0.42x and 0.45x (256 rows 0.43x/0.47x); in later runs under heavier load (load average 4.5 on
-2 cores) blocks of 128 rows 1.02x against 0.64x for whole products at 1024 (256 rows 0.72x). On
-the quiet machine (load average 0.5, nothing else running; the same script, 5 and 3 repeats): whole
-products 0.54-0.57x at 1024 and 0.69x at 2048, blocks of 128 rows 0.43x and 0.51x, blocks of 256
-rows 0.45x and 0.48x. So blocks of 256 rows are the default (``CAUSAL_BLOCK = 256``; 0 turns them off).
+``(1 + 1/k) / 2`` of the full one, and no masked (H, n, n) copy of the logits is made. Blocks of 256
+rows are the default (``CAUSAL_BLOCK = 256``; 0 turns them off), chosen by timing whole products and
+blocks of 128 and 256 rows (docs/bench/kernels.md, "shared").
 """
 
 from __future__ import annotations
@@ -30,7 +24,7 @@ from .scores import Scores
 
 NAME = "shared"
 NEEDS = "bias"
-# Rows per block of the causal block-triangular products (measured: see the module doc); 0: whole
+# Rows per block of the causal block-triangular products (docs/bench/kernels.md); 0: whole
 # products with the mask applied first.
 CAUSAL_BLOCK = 256
 
@@ -52,7 +46,7 @@ class _SharedSoftmaxProduct(torch.autograd.Function):
     ``P @ keep`` (the padding denominators). Its backward turns dP into the logits' gradient in place,
     so besides the saved P only one (H, n, n) buffer exists: with n = max_len that buffer becomes
     the gradient of R itself. Block results are computed contiguous and copied into place: ``bmm``
-    with ``out=`` a strided slice of a larger tensor ran 10x slower than the whole product.
+    with ``out=`` a strided slice of a larger tensor is much slower (docs/bench/kernels.md).
 
     ``causal_block`` > 0: causal, the mask applied here. Every softmax, product and softmax
     backward then runs on the lower-triangular blocks only (rows s:e, keys 0..e-1); the rest of P
