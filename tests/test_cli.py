@@ -14,7 +14,7 @@ import yaml
 
 from synthesizer.cli import main
 from synthesizer.tasks import run_experiment
-from test_tasks_experiment import tiny_config, write_data
+from tests.tasks.test_experiment import tiny_config, write_data
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
