@@ -12,16 +12,12 @@ from synthesizer.attention import COMPONENTS, SynthesizerAttention, parse_kind
 from synthesizer.attention.ops import fused_bias
 from synthesizer.attention.dispatch import applicable_paths
 from synthesizer.attention.factory import check_kind
+from tests.helpers import rel_err
 
 L, D, H = 8, 16, 2
 # Every pure kind, every two-component mixture, and one three-component mixture.
 KINDS = [*COMPONENTS, *("+".join(c) for c in itertools.combinations(COMPONENTS, 2)), "random+dense+vanilla"]
 CASES = [(kind, impl) for kind in KINDS for impl in applicable_paths(parse_kind(kind))]
-
-
-def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    """max|a - b| / max|b|."""
-    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 
 
 def build(kind: str, seed: int = 0, **kw) -> SynthesizerAttention:

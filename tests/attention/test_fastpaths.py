@@ -12,6 +12,7 @@ import torch
 
 from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.dispatch import applicable_paths
+from tests.helpers import rel_err
 from tests.tolerances import GRAD_FLOOR, LAYER
 
 PURE = ["vanilla", "dense", "random", "fixed_random", "factorized_dense", "factorized_random"]
@@ -20,11 +21,6 @@ MIXTURES = ["random+vanilla", "dense+vanilla", "random+dense", "dense+random+van
 KINDS = PURE + MIXTURES
 L, D, H, B = 8, 16, 2, 3
 
-
-
-def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    """max|a - b| / max|b|."""
-    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 
 
 def padding(n: int) -> torch.Tensor:

@@ -15,6 +15,7 @@ from torch.func import functional_call
 
 from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.dispatch import applicable_paths
+from tests.helpers import rel_err
 
 KINDS = [
     "vanilla", "dense", "random", "fixed_random", "factorized_dense", "factorized_random",
@@ -23,11 +24,6 @@ KINDS = [
     "factorized_dense+random+vanilla",
 ]
 
-
-
-def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    """max|a - b| / max|b|."""
-    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 
 
 def padding(batch: int, n: int, *, full: bool = True) -> torch.Tensor:

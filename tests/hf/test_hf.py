@@ -14,7 +14,8 @@ import torch  # noqa: E402
 
 import synthesizer.hf as H  # noqa: E402
 from synthesizer.models.blocks import Embeddings  # noqa: E402
-from tests.test_cli import _free_port, run_cli  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
+from tests.test_cli import run_cli  # noqa: E402
 from synthesizer.models import beam_search, generate  # noqa: E402
 from synthesizer.tasks import run_experiment  # noqa: E402
 from tests.tasks.test_experiment import tiny_config, write_data  # noqa: E402
@@ -354,7 +355,7 @@ def test_trainer_under_torchrun_scales_the_loss_like_one_process_with_the_whole_
                          text=True, timeout=240, env=env)
     assert one.returncode == 0, one.stderr[-3000:]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2", "--master_addr",
-           "127.0.0.1", "--master_port", str(_free_port()), str(TORCHRUN_SCRIPT), str(tmp_path / "two"), "2"]
+           "127.0.0.1", "--master_port", str(free_port()), str(TORCHRUN_SCRIPT), str(tmp_path / "two"), "2"]
     two = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
     assert two.returncode == 0, two.stderr[-3000:]
     a, b = (torch.load(tmp_path / name / "result.pt", weights_only=True) for name in ("one", "two"))

@@ -1,6 +1,5 @@
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +7,7 @@ from pathlib import Path
 import torch
 
 from synthesizer.training import distributed
+from tests.helpers import free_port
 from tests.training.test_toy import make_trainer
 from tests.tolerances import TRAINING, assert_close_f32
 
@@ -24,12 +24,6 @@ result = trainer.train()
 torch.save({{k: v.clone() for k, v in trainer.model.state_dict().items()}}, {run!r} + f"/rank{{info.rank}}.pt")
 cleanup()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def train_losses(run: Path) -> list[float]:

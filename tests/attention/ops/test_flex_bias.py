@@ -13,7 +13,8 @@ import torch
 
 from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.ops import flex_bias
-from tests.attention.test_fastpaths import B, D, H, L, assert_grads_close, pair, rel_err, run
+from tests.attention.test_fastpaths import B, D, H, L, assert_grads_close, pair, run
+from tests.helpers import rel_err
 from tests.attention.ops.test_sdpa_bias import padding
 from tests.tolerances import LAYER
 

@@ -13,13 +13,10 @@ import torch
 from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.masks import combined_mask, masked_softmax
 from synthesizer.attention.ops import blockwise, fused_bias
+from tests.helpers import rel_err
 from tests.tolerances import LAYER
 
 B, H, N, DQ, DV = 3, 2, 40, 5, 4  # N > 16 rows: several blocks once BLOCK_ELEMENTS is small
-
-
-def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 
 
 def inputs(padded: bool):

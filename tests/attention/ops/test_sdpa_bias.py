@@ -16,7 +16,8 @@ from torch.nn.attention import SDPBackend
 from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.dispatch import KERNELS
 from synthesizer.attention.ops import sdpa_bias
-from tests.attention.test_fastpaths import B, D, H, L, assert_grads_close, pair, ran, rel_err, run  # noqa: F401 (ran: a fixture)
+from tests.attention.test_fastpaths import B, D, H, L, assert_grads_close, pair, ran, run  # noqa: F401 (ran: a fixture)
+from tests.helpers import rel_err
 from tests.tolerances import LAYER
 
 KINDS = ["random+vanilla", "random+dense", "fixed_random+vanilla", "random+factorized_random"]

@@ -11,7 +11,8 @@ from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.ops import shared
 from torch.utils.flop_counter import FlopCounterMode
 
-from tests.attention.test_fastpaths import B, L, assert_grads_close, pair, padding, rel_err, run
+from tests.attention.test_fastpaths import B, L, assert_grads_close, pair, padding, run
+from tests.helpers import rel_err
 from tests.tolerances import LAYER
 
 SHARED_KINDS = ["random", "fixed_random", "factorized_random", "random+factorized_random", "fixed_random+factorized_random"]

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.usefixtures("any_key_mask")
 from synthesizer.attention import SynthesizerAttention  # noqa: E402
 from synthesizer.attention.dispatch import KERNELS, running_path  # noqa: E402
 from synthesizer.attention.ops import triton_bias  # noqa: E402
-from tests.attention.test_fastpaths import assert_grads_close, rel_err, run  # noqa: E402
+from tests.attention.test_fastpaths import assert_grads_close, run  # noqa: E402
+from tests.helpers import rel_err  # noqa: E402
 from tests.tolerances import GRAD_FLOOR, LAYER  # noqa: E402
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
