@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import types
@@ -14,7 +13,8 @@ import yaml
 
 from synthesizer.cli import main
 from synthesizer.tasks import run_experiment
-from test_tasks_experiment import tiny_config, write_data
+from tests.helpers import free_port
+from tests.tasks.test_experiment import tiny_config, write_data
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -148,12 +148,6 @@ def test_bench_and_compare_forward_the_rest_of_the_command_line(monkeypatch, cap
     assert seen["bench"] == (["attention", "--n", "64"], "synthesizer bench")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_python_dash_m_reports_errors_with_exit_code_2():
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "synthesizer", "train", "--config", "lm-sotu-small",
@@ -167,7 +161,7 @@ def test_torchrun_with_two_processes_trains_and_only_rank_0_reports(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     config = write_config(tmp_path / "c.yaml", tiny_config("translation", write_data(tmp_path / "d", "mt")))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
-           "--master_addr", "127.0.0.1", "--master_port", str(_free_port()), "-m", "synthesizer", "train",
+           "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "-m", "synthesizer", "train",
            "--config", str(config), "--out", str(tmp_path / "ddp"), "--quiet"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -37,7 +37,7 @@ class Embeddings(nn.Module):
     tied output head sees weights of scale 1/sqrt(d) (logits of order 1). Why it matters: with the common
     N(0, 0.02) tokens and no scale, the first block's output drowns the token identities and a 2-layer
     vanilla model never learned associative recall; with this scale it did by about step 2000
-    (docs/changes.md; the scales are tested in tests/test_models_blocks.py). Learned positions and
+    (docs/changes.md; the scales are tested in tests/models/test_blocks.py). Learned positions and
     segments keep N(0, 0.02).
     """
 

@@ -10,7 +10,7 @@ real key stays finite and is set to zeros afterwards, as in the reference. On CU
 compiled (``torch.compile``: an unfused eager FlexAttention materialises the scores); on CPU torch
 has no FlexAttention backward, so the layer runs ``FALLBACK`` there, and the function below runs
 eagerly (forward only, for tests). No dropout: training with dropout runs ``FALLBACK``.
-Tested against the reference on CUDA only (``tests/test_attention_ops_flex_bias.py``).
+Tested against the reference on CUDA only (``tests/attention/ops/test_flex_bias.py``).
 """
 
 from __future__ import annotations
