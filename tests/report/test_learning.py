@@ -8,7 +8,8 @@ import pytest
 from synthesizer.report.claims import evaluate_claims, verdict_reason
 from synthesizer.report.summary import print_tables
 from synthesizer.report.document import build_report
-from synthesizer.report.learning import FLAT_DROP, curve_drop
+from synthesizer.report.learning import curve_drop
+from synthesizer.report.learning_facts import FLAT_DROP
 from synthesizer.report.groups import build_groups
 
 STEPS = 200

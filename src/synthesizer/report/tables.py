@@ -12,12 +12,9 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
 
+from .learning_facts import Learning
 from .presets import DEFAULT_KINDS
-
-if TYPE_CHECKING:
-    from .learning import Learning
 
 # A variant "scored at chance" when it did no better than a trivial predictor:
 #   accuracy <= majority-class accuracy + 1 point; perplexity >= the unigram model's;
