@@ -371,6 +371,27 @@ CLOSE = dict(fixed_random=[301.0, 311.0, 306.0], random=[300.5, 310.5, 305.5], d
              random_plus_vanilla=[299.5, 309.5, 304.5])  # each level with vanilla, seed by seed
 
 
+def test_with_one_seed_and_no_per_example_scores_the_use_of_attention_is_not_measured_not_denied():
+    from synthesizer.report.claims import CONTRIBUTION_NOT_MEASURED, NOTHING_MEASURABLE, USE_NOT_MEASURED
+    from synthesizer.report.tables import table_rows
+
+    runs = [r for r in lm_runs([450.0, 470.0, 440.0], **CLOSE) if r["seed"] == 0]  # vanilla 300 vs none 450
+    (g,) = build_groups(runs)
+    assert not any(r.ignores_attention for r in g.rows)
+    status = {cells[0]: cells[-1] for cells in table_rows(g)[1]}
+    assert status["vanilla"] == status["fixed_random"] == f"ok; {USE_NOT_MEASURED}"
+    assert status["none"] == "ok"
+    checks = [c for v in verdicts([g]).values() for c in v.checks if c.key == "lm-sotu"]
+    assert checks and all(c.verdict == CANNOT_TELL for c in checks)
+    for c in checks:
+        assert c.text.startswith(f"lm-sotu: {CONTRIBUTION_NOT_MEASURED} (vanilla vs none: ")
+        assert "1 seed: no uncertainty measured" in c.text and NOTHING_MEASURABLE not in c.text
+    # the same records with 3 seeds: measured, attention matters, the checks are judged
+    (g3,) = build_groups(lm_runs([450.0, 470.0, 440.0], **CLOSE))
+    assert all(USE_NOT_MEASURED not in r.status for r in g3.rows)
+    assert verdicts([g3])[1].verdict == SUPPORTS
+
+
 def test_where_vanilla_does_not_clearly_beat_none_every_check_cannot_tell_with_that_reason():
     from synthesizer.report.claims import NOTHING_MEASURABLE, attention_notes
     from synthesizer.report.summary import print_tables

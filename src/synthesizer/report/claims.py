@@ -29,8 +29,9 @@ is not wholly below 0 (the same interval as above) "does not use its attention":
 
 **The attention gate.** Where vanilla itself is not clearly better than ``none`` (:func:`uses_attention`, the rule
 above), the task measures nothing about attention: every check on it cannot tell, its reason first "attention
-contributes nothing measurable on this task" (:func:`gate_check`). Where the group trained no ``none`` this cannot
-be checked and every decided check is marked provisional first.
+contributes nothing measurable on this task" (:func:`gate_check`); with no interval at all (one seed, no
+per-example scores) "what attention contributes is not measured", and the table says so instead of the flag.
+Where the group trained no ``none`` this cannot be checked and every decided check is marked provisional first.
 
 **Attention's contribution.** Beside the kept share, every check and table gives each kind's share of vanilla's gain
 over ``none`` (:func:`attention_scale`, log scale for perplexity): "random keeps 91% [85%, 97%] of what vanilla's
@@ -395,6 +396,7 @@ def _faster_check(group: Group, kind: str, ref: str) -> Check:
 
 NONE_KIND = "none"  # the token mixer without mixing (attention/none.py): each position keeps its own value
 NO_ATTENTION_USE = "does not use its attention"
+USE_NOT_MEASURED = "use of attention not measured"  # against none, with no interval: one seed, no per-example scores
 
 
 def attention_use_gap(group: Group, kind: str) -> Gap | None:
@@ -419,19 +421,31 @@ def uses_attention(group: Group, kind: str) -> bool | None:
     return None if gap is None else gap.high < 0.0
 
 
+def measured(gap: Gap) -> bool:
+    """Was an interval measured for ``gap`` (not the unbounded one of a single seed without per-example scores)?"""
+    return not (gap.low == -math.inf and gap.high == math.inf)
+
+
 def flag_unused_attention(group: Group) -> None:
     """Mark every row not clearly better than ``none`` (:func:`uses_attention`): ``ignores_attention`` and a
-    status note. Only where the group trained ``none``."""
+    status note; where no interval could be measured, only the note that says so. Only where the group trained
+    ``none``."""
     for row in group.rows:
-        if uses_attention(group, row.kind) is False:
+        if uses_attention(group, row.kind) is not False:
+            continue
+        note = NO_ATTENTION_USE
+        if measured(attention_use_gap(group, row.kind)):
             row.ignores_attention = True
-            if NO_ATTENTION_USE not in row.status:
-                row.status = f"{row.status}; {NO_ATTENTION_USE}"
+        else:
+            note = USE_NOT_MEASURED
+        if note not in row.status:
+            row.status = f"{row.status}; {note}"
 
 
 # ----------------------------------------------------------------------------- attention's contribution
 
 NOTHING_MEASURABLE = "attention contributes nothing measurable on this task"
+CONTRIBUTION_NOT_MEASURED = "what attention contributes is not measured on this task"
 NO_NONE = f"no `{NONE_KIND}` trained"
 NOT_CHECKED = "so whether attention contributes anything on this task is not checked"
 NO_NONE_PROVISIONAL = f"provisional: {NO_NONE}, {NOT_CHECKED}"
@@ -537,8 +551,9 @@ def attention_gate(group: Group) -> tuple[bool | None, str, str]:
         brief = gap.brief or gap.note
         seeds = seeds_note(gap, 0.0)
         detail += f"; {seeds}" if seeds else ""
-    return (False, f"{NOTHING_MEASURABLE} (vanilla vs {NONE_KIND}: {detail})",
-            f"{NOTHING_MEASURABLE} (vanilla vs {NONE_KIND}: {brief})")
+    # one seed without per-example scores: vanilla may well be ahead, but by how much is unknown
+    why = NOTHING_MEASURABLE if measured(gap) else CONTRIBUTION_NOT_MEASURED
+    return False, f"{why} (vanilla vs {NONE_KIND}: {detail})", f"{why} (vanilla vs {NONE_KIND}: {brief})"
 
 
 def gate_check(check: Check, group: Group, gate: tuple[bool | None, str, str] | None = None) -> Check:

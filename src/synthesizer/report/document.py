@@ -9,7 +9,7 @@ from pathlib import Path
 from . import plots
 from .lead import lead_blocks
 from .claims import (CANNOT_TELL, CONTRADICTS, MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, SUPPORTS,
-                     Verdict, attention_notes, evaluate_claims, verdict_label)
+                     USE_NOT_MEASURED, Verdict, attention_notes, evaluate_claims, verdict_label)
 from .render import Block, write_report
 from .results import save_results
 from .groups import build_groups
@@ -62,7 +62,8 @@ def _header(results: dict) -> list[Block]:
                         "**at chance** (no better than the trivial predictor named under the table); **diverged** "
                         "(NaN/inf training loss; its metric is left out); **failed** (the run raised an error, "
                         f"listed below the table); **{NO_ATTENTION_USE}** (where `{NONE_KIND}` was trained: not "
-                        "clearly better than no mixing between tokens). Train speed: the median over logging windows of the units trained per "
+                        f"clearly better than no mixing between tokens; **{USE_NOT_MEASURED}** where one seed without "
+                        "per-example scores gives no interval to tell). Train speed: the median over logging windows of the units trained per "
                         "second (tokens for lm, target tokens for seq2seq, examples for classification), so evaluation "
                         "pauses do not count; train time includes them. Timings were measured on a shared machine: "
                         "expect noise."))
