@@ -92,7 +92,8 @@ PRESETS: dict[str, Preset] = {
             "batch.block_size=128", "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
             "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
             "language modelling (State of the Union)",
-            # standard: vanilla on all 213 training addresses flattens in 1200 steps (docs/bench/presets.md)
+            # standard: vanilla on all 213 training addresses flattens in 1200 steps; twice the steps or the width
+            # gives attention more to do, longer blocks do not (docs/bench/presets.md)
             standard=("tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256", "batch.block_size=128",
                       "batch.max_tokens=4096", "train.max_steps=1200", "train.lr=3e-3", "train.warmup_steps=60",
                       "train.eval_every=100", "train.log_every=50")),), baselines=("none",)),
