@@ -16,7 +16,7 @@ import shlex
 import sys
 from typing import Callable
 
-from ..report.results import FILENAME, empty_results, load_results
+from ..report.results import FILENAME, load_or_empty_results
 from ..runs.plan import PlannedRun
 from .plan import Options, Plan, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
 
@@ -52,19 +52,17 @@ def plan_commands(options: Options, config_fn: Callable | None = None,
         config_fn = ExperimentConfig.from_file
     log = log or (lambda line: print(line, file=sys.stderr))
     comparison = resolve(options, config_fn, log)
-    saved = comparison.out / FILENAME
-    plan = plan_runs(comparison, load_results(saved) if saved.exists() else empty_results())
+    plan = plan_runs(comparison, load_or_empty_results(comparison.out))
+    plan.log_kept(comparison.out / FILENAME, log)
     todo = [run for run in plan.runs if not is_finished(run)]
-    if plan.kept:
-        log(f"{plan.kept} finished run(s) recorded in {saved} without their folders: kept, not retrained")
-    pretraining = [run for run in pretraining_runs(comparison, Plan(todo)) if not is_finished(run)]
-    if pretraining:
-        log(f"{len(pretraining)} pretraining run(s) to train first; once they have finished, the same command "
+    pretraining = pretraining_runs(comparison, Plan(todo))
+    unfinished = [run for run in pretraining if not is_finished(run)]
+    if unfinished:
+        log(f"{len(unfinished)} pretraining run(s) to train first; once they have finished, the same command "
             f"with --plan gives the {len(todo)} fine-tuning run(s) that start from them")
-        return [train_command(run, options.threads) for run in pretraining]
-    if comparison.pretrain is not None:
-        folders = {(run.kind, run.seed): run.folder for run in pretraining_runs(comparison, Plan(todo))}
-        todo = [from_pretrained(run, folders[(run.kind, run.seed)]) for run in todo]
+        return [train_command(run, options.threads) for run in unfinished]
+    folders = {(run.kind, run.seed): run.folder for run in pretraining}  # empty without a pretraining step
+    todo = [from_pretrained(run, folders[(run.kind, run.seed)]) if folders else run for run in todo]
     rest = "then " if todo else ""
     log(f"{len(todo)} run(s) to train, one line each (in any order, or all at once); {rest}the same command "
         "without --plan writes the report")

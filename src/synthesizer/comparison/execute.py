@@ -17,9 +17,9 @@ import warnings
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..runs.files import read_result
+from ..runs.files import WEIGHTS_NAME, read_result
 from ..runs.plan import PlannedRun
-from .plan import data_name, is_finished, run_config
+from .plan import is_finished, run_config
 
 WARNINGS_KEY = "_warnings"  # a run record's warnings on their way to progress.Warned (never saved)
 
@@ -175,14 +175,13 @@ def run_one(item: PlannedRun, run_fn: Callable, progress: bool = False) -> tuple
 
 def failure(item: PlannedRun, error: str) -> dict:
     """The record of a run that failed: the report lists it, the comparison goes on."""
-    return {"task": item.config.task, "data": data_name(item.config), "attention": item.kind, "seed": item.seed,
-            "error": error}
+    return {"task": item.task, "data": item.data, "attention": item.kind, "seed": item.seed, "error": error}
 
 
 def _check_weights_revision(run_dir: Path) -> None:
     """ValueError for a finished run whose checkpoint an older synthesizer wrote: its numbers are another
     model's, and a report must not mix them with this one's."""
-    from ..training.checkpoint import WEIGHTS_NAME, CheckpointError, check_weights_revision, finished_checkpoint
+    from ..training.checkpoint import CheckpointError, check_weights_revision, finished_checkpoint
 
     try:
         check_weights_revision(finished_checkpoint(run_dir) / WEIGHTS_NAME)

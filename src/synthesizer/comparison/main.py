@@ -79,12 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.preset:
         raise ValueError(f"give --preset (one of {', '.join(sorted(PRESETS))}) or --render DIR")
     options = Options(args.preset, args.size, _split_list(args.kinds), _split_list(args.baselines), args.seeds,
-                      args.out, args.steps, tuple(args.overrides), args.jobs, args.threads, not args.no_heatmaps,
-                      command)
+                      args.out, args.steps, tuple(args.overrides), jobs=args.jobs, threads=args.threads,
+                      heatmaps=not args.no_heatmaps, command=command)
     if args.plan:
         for line in plan_commands(options):
             print(line, flush=True)
         return 0
-    fields = {field.name: getattr(options, field.name) for field in dataclasses.fields(options)}
-    results = run_comparison(**fields)  # looked up here: a caller may wrap it (tests pass fake runners)
+    results = run_comparison(**dataclasses.asdict(options))  # looked up here: a caller may wrap it (tests do)
     return 0 if results["runs"] else 1

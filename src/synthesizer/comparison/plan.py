@@ -82,6 +82,11 @@ class Plan:
     runs: list[PlannedRun]
     kept: int = 0  # finished runs recorded in results.json whose folders are gone: kept, not retrained
 
+    def log_kept(self, saved: Path, log: Callable[[str], None]) -> None:
+        """Say how many finished runs recorded in ``saved`` (results.json) are kept without their folders."""
+        if self.kept:
+            log(f"{self.kept} finished run(s) recorded in {saved} without their folders: kept, not retrained")
+
 
 def data_name(cfg) -> str:
     """The name a run's data goes by (the built-in corpus, hub id or file stem), as run_experiment reports it."""

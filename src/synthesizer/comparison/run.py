@@ -30,13 +30,13 @@ from typing import Callable, Iterator
 
 from ..report.attention_maps import run_attention_maps
 from ..report.average import put_averages
-from ..report.results import FILENAME, empty_results, load_results, put_run, save_results
+from ..report.results import FILENAME, load_or_empty_results, put_run, save_results
 from ..report.summary import write_and_print
 from ..report.tables import group_key
 from ..runs.files import DATA_FILE, LOG_FILE, read_json, window_speed
 from ..runs.plan import PlannedRun
 from ..training.lock import FolderLock
-from .execute import execute, set_threads
+from .execute import execute, failure, set_threads
 from .pace import Pace
 from .plan import Comparison, Options, Plan, from_pretrained, plan_runs, pretraining_runs, resolve
 from .progress import Warned, summary
@@ -79,8 +79,8 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
     threads (default: the cores shared out). Returns the results dict (also saved as ``OUT/results.json``).
     """
     hooks = Hooks.of(run_fn, config_fn, load_fn, log)
-    options = Options(preset, size, kinds, baselines, seeds, out, steps, tuple(overrides), jobs, threads, heatmaps,
-                      command)
+    options = Options(preset, size, kinds, baselines, seeds, out, steps, tuple(overrides), jobs=jobs,
+                      threads=threads, heatmaps=heatmaps, command=command)
     return compare(options, hooks)
 
 
@@ -106,7 +106,7 @@ class _Session:
     def open(cls, comparison: Comparison, options: Options, hooks: Hooks) -> "_Session":
         """The folder's results.json (or a new one) with this invocation's preset, size and command."""
         out = comparison.out
-        results = load_results(out) if (out / FILENAME).exists() else empty_results()
+        results = load_or_empty_results(out)
         if comparison.preset not in results["presets"]:
             results["presets"].append(comparison.preset)
         results["size"] = comparison.size
@@ -137,9 +137,7 @@ class _Session:
         """Train what is left, then (unless interrupted) write the report; returns the results."""
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         plan = plan_runs(self.comparison, self.results)
-        if plan.kept:
-            self.log(f"{plan.kept} finished run(s) recorded in {self.comparison.out / FILENAME} without their "
-                     "folders: kept, not retrained")
+        plan.log_kept(self.comparison.out / FILENAME, self.log)
         try:
             finished = self._train(plan)
         except KeyboardInterrupt:
@@ -202,9 +200,8 @@ class _Session:
             if error is None:
                 ready.append(from_pretrained(item, folder))
             else:
-                put_run(self.results, {"task": item.task, "data": item.data, "attention": item.kind, "seed": item.seed,
-                                       "error": f"its pretraining run {folder.relative_to(self.comparison.out)} "
-                                                f"failed: {error}"})
+                put_run(self.results, failure(item, f"its pretraining run {folder.relative_to(self.comparison.out)} "
+                                                    f"failed: {error}"))
         return ready
 
     def _finished(self, runs: list[PlannedRun], stage: str) -> Iterator[tuple[PlannedRun, dict | None, float]]:

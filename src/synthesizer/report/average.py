@@ -16,7 +16,7 @@ def put_averages(results: dict, keys: list[str], kinds: list[str], seeds: int) -
     group ``glue-average`` whose test metric is the mean of the tasks' test metrics (the trivial predictor:
     the mean of theirs), with per-example statistics weighted so that their mean is that average (each task
     counts once, whatever its size; the bootstrap then resamples the pooled test examples)."""
-    runs = {(r["task"] + "-" + r["data"], r["attention"], r.get("seed", 0)): r for r in results["runs"]}
+    runs = {(group_key(r["task"], r["data"]), r["attention"], r.get("seed", 0)): r for r in results["runs"]}
     for kind in kinds:
         for seed in range(seeds):
             parts = [runs.get((key, kind, seed)) for key in keys]

@@ -26,6 +26,11 @@ def empty_results() -> dict:
             "wall_time_s": 0.0, "sessions": [], "labels": {}, "runs": [], "attention": {}}
 
 
+def load_or_empty_results(folder: Path) -> dict:
+    """The results.json in ``folder`` (a comparison's --out), or a new, empty one where there is none yet."""
+    return load_results(folder) if (folder / FILENAME).exists() else empty_results()
+
+
 def run_key(run: dict) -> tuple:
     return run["task"], run["data"], run["attention"], int(run.get("seed", 0))
 
