@@ -21,7 +21,8 @@ ROOT = "synthesizer"
 # of its own unit (the longest prefix below that names it) or of any unit in a lower layer; a sideways
 # import between two units of one layer is as wrong as an upward one. ``synthesizer`` itself (the
 # package's __init__) is matched exactly, every other name by its longest prefix.
-#   - runs.files is the run folder's file names and plain readers/writers: stdlib only, low enough that
+#   - runs.files is the run folder's file names and plain readers/writers, runs.code the code a run is
+#     trained with: stdlib only, low enough that
 #     the experiment runner (tasks) and the training loop (log.jsonl) write them; the rest of runs/ (the
 #     planned run) sits above tasks. runs/__init__ imports nothing, so importing runs.files runs no more.
 #   - comparison plans and executes the runs (a process pool, or command lines for another scheduler) and
@@ -37,7 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("synthesizer.training", "synthesizer.data"),
     ("synthesizer.models",),
     ("synthesizer.attention",),
-    ("synthesizer.errors", "synthesizer.runs.files"),
+    ("synthesizer.errors", "synthesizer.runs.files", "synthesizer.runs.code"),
     ("synthesizer.extras",),
 ]
 

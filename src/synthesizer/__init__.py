@@ -2,5 +2,5 @@
 
 from .attention import AttentionCache, SynthesizerAttention, build_mixer, parse_kind, register_component
 
-__version__ = "0.2.0"
+__version__ = "0.3.0.dev0"
 __all__ = ["AttentionCache", "SynthesizerAttention", "build_mixer", "parse_kind", "register_component", "__version__"]

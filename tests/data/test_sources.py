@@ -189,11 +189,15 @@ def test_env_var_root_wins_and_missing_env_folder(tmp_path, monkeypatch):
         load_corpus("sotu")
 
 
-def test_packaged_subset_is_used_without_shared_data(monkeypatch, tmp_path):
+def test_packaged_subset_is_never_taken_silently(monkeypatch, tmp_path):
+    # without the shared data a named corpus is an error naming where it looked and the subset's own name;
+    # the subset is read only when asked for by that name
     monkeypatch.delenv("SYNTHESIZER_DATA", raising=False)
     monkeypatch.setattr(sources, "_REPO_ROOT", tmp_path / "a" / "b")
     monkeypatch.chdir(tmp_path)
-    c = load_corpus("sotu")
+    with pytest.raises(DataError, match=r"corpus 'sotu' not found; looked in: nowhere .*data\.corpus=sotu-subset"):
+        load_corpus("sotu")
+    c = load_corpus("sotu-subset")
     assert "packaged subset" in c.origin
     assert [len(c[s]) for s in ("train", "valid", "test")] == [84, 10, 10]
     assert c["test"][0].startswith("Mr. Speaker")

@@ -15,9 +15,11 @@ Every file is UTF-8; a byte-order mark at its start is dropped, and invalid UTF-
 the file and line.
 
 Built-in corpora are looked up, in order, in `$SYNTHESIZER_DATA`, in `../shared/data` next to the
-repository, in `../shared/data` next to the working directory, and last in the small subset shipped
-inside the package (`synthesizer/corpora`, enough for the default job). A `packaged_only` corpus
-(`sotu-subset`) is read from the package whatever else exists, so results on it are reproducible.
+repository and in `../shared/data` next to the working directory; a corpus found in none of them is an
+error naming where it looked (docs/reproduce.md says where the data come from). The small subset shipped
+inside the package (`synthesizer/corpora`) is never taken in its place: it has a name of its own
+(`sotu-subset`, a `packaged_only` corpus read from the package whatever else exists, so results on it are
+the same everywhere).
 """
 
 from __future__ import annotations
@@ -356,7 +358,8 @@ def _finish(name: str, task: str, files: dict[str, Path], raw: dict[str, list], 
 # ----------------------------------------------------------------------------- built-in corpora
 
 def data_roots() -> list[tuple[Path, bool]]:
-    """Candidate data folders in lookup order, as (folder, is_packaged_subset)."""
+    """Candidate data folders in lookup order, as (folder, is_packaged_subset); never the package's own
+    corpora, which only a ``packaged_only`` corpus reads."""
     roots: list[tuple[Path, bool]] = []
     env = os.environ.get("SYNTHESIZER_DATA")
     if env:
@@ -367,7 +370,6 @@ def data_roots() -> list[tuple[Path, bool]]:
         shared = (base / ".." / "shared" / "data").resolve()
         if shared.is_dir() and all(shared != r for r, _ in roots):
             roots.append((shared, False))
-    roots.append((PACKAGE_CORPORA, True))
     return roots
 
 
@@ -388,8 +390,11 @@ def corpus_dir(name: str) -> tuple[Path, bool]:
         folder = root / spec.folder
         if _split_file(folder, "train", spec.ext) is not None:
             return folder, packaged
-    looked = ", ".join(str(r / spec.folder) for r, _ in roots)
-    raise DataError(f"corpus {name!r} not found; looked in: {looked}. Set SYNTHESIZER_DATA to the shared data folder")
+    looked = ", ".join(str(r / spec.folder) for r, _ in roots) or "nowhere (no SYNTHESIZER_DATA, no ../shared/data)"
+    subset = [n for n, s in BUILTIN.items() if s.packaged_only and s.folder == spec.folder and n != name]
+    instead = f"; the package ships a subset of it under another name: data.corpus={subset[0]}" if subset else ""
+    raise DataError(f"corpus {name!r} not found; looked in: {looked}. Set SYNTHESIZER_DATA to the shared data "
+                    f"folder (docs/reproduce.md){instead}")
 
 
 def load_corpus(name: str, splits: tuple[str, ...] = SPLITS, *, limit: int | None = None,

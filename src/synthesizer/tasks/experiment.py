@@ -46,6 +46,7 @@ from ..data.generated import GENERATED, fixed_tokenizer
 from ..data.hub import load_hub
 from ..data.pretraining import pretraining_corpus, text_corpus
 from ..data.provenance import data_differences, data_provenance, file_hash, tokenizer_provenance
+from ..runs.code import code_provenance
 from ..data.records import SEQ2SEQ_TASKS, Corpus, DataError
 from ..data.sources import load_corpus, load_files
 from ..data.span_corruption import sentinel_tokens
@@ -269,7 +270,11 @@ def _open_run_folder(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resum
     _check_resume(cfg, data, out_dir, resume)
     record = out_dir / DATA_FILE
     saved = json.loads(record.read_text()) if resume and record.exists() else {}
-    provenance = {"data": data, "tokenizer": saved.get("tokenizer")}
+    # the code of the run's first start; a resume with other code is recorded beside it
+    code, now = saved.get("code") or code_provenance(), code_provenance()
+    provenance = {"data": data, "tokenizer": saved.get("tokenizer"), "code": code}
+    if now != code:
+        provenance["code_resumed"] = now
     write_json(out_dir / EXPERIMENT_FILE, cfg.to_dict())
     write_json(record, provenance)
     return provenance
