@@ -253,3 +253,11 @@ def test_cache_cannot_run_past_max_len():
     m(torch.randn(1, 3, D), cache=cache)
     with pytest.raises(ValueError, match="cached 3 \\+ new 2 positions exceeds max_len=4"):
         m(torch.randn(1, 2, D), cache=cache)
+
+
+def test_linformer_compresses_by_default_and_refuses_to_lengthen():
+    # a k above max_len projects the sequence up: the comparison's old default k=256 at max_len 64 did
+    assert LinformerAttention(D, H, 64).k == 16 and LinformerAttention(D, H, 2).k == 1
+    assert LinformerAttention(D, H, 64).e.shape == (64, 16)
+    with pytest.raises(ValueError, match=r"k=256 > max_len=64: the projection would lengthen the sequence.*max_len // 4 = 16"):
+        LinformerAttention(D, H, 64, k=256)

@@ -488,11 +488,12 @@ def test_the_closing_summary_gives_each_verdict_with_its_reason(tmp_path):
     claims = [line for line in lines if line.startswith("claim ")]
     assert [line.split(":")[0] for line in claims] == [f"claim {n}" for n in range(1, 8)]
     for line in claims:
-        verdict, reason = re.match(r"claim \d: (supports|contradicts|cannot tell): (.+)$", line).groups()
+        verdict, reason = re.match(r"claim \d: (supports|contradicts|cannot tell|not run|does not apply): (.+)$",
+                                   line).groups()
         assert len(reason) <= 140
     assert claims[1].startswith("claim 2: cannot tell: lm-sotu: random vs vanilla: loss ")
     assert "1 seed: no uncertainty measured" in claims[1]
-    assert claims[4] == "claim 5: cannot tell: lm-sotu: dynamicconv not in this run"
+    assert claims[4] == "claim 5: not run: lm-sotu: dynamicconv not in this run"
 
 
 # ----------------------------------------------------------------------------- sizes and default baselines

@@ -35,7 +35,7 @@ def test_groups_and_claims_come_from_the_records():
     assert group.learning is not None and "flattened" in group.learning.summary()
     verdicts = {v.number: v for v in evaluate_claims([group])}
     assert verdicts[2].verdict == CANNOT_TELL and "random vs vanilla: loss +2.4%" in verdict_reason(verdicts[2])
-    assert "no classification task" in verdict_reason(verdicts[7])
+    assert verdicts[7].verdict == "does not apply" and "about GLUE-style" in verdict_reason(verdicts[7])
 
 
 def test_a_report_is_written_from_a_results_file_without_the_comparison_or_the_runner(tmp_path):

@@ -18,22 +18,34 @@ from .masks import check_mixer_input
 from .vanilla import split_heads
 
 
+def default_k(max_len: int) -> int:
+    """The projected length when none is given: a quarter of ``max_len`` (at least 1), so that the layer
+    compresses the sequence at every length it takes."""
+    return max(1, max_len // 4)
+
+
 class LinformerAttention(nn.Module):
     """Self-attention over k projected keys and values instead of n.
 
     Args:
         d_model, n_heads, max_len, dropout: as for ``SynthesizerAttention``.
         causal: must be False (raises ValueError otherwise).
-        k: projected length. share_kv: one projection for keys and values.
+        k: projected length, at most ``max_len`` (default :func:`default_k`: a quarter of ``max_len``, the
+            paper's compression at n=512 to 1024 being k/n = 1/4 to 1/2 and less); share_kv: one projection
+            for keys and values.
     Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding; padded
     positions' keys and values are zeroed before the projection, so they reach no output.
     """
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0, *,
-                 k: int = 256, share_kv: bool = False):
+                 k: int | None = None, share_kv: bool = False):
         super().__init__()
+        k = default_k(max_len) if k is None else k
         for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len), ("k", k)):
             positive_int(name, value)
+        if k > max_len:
+            raise ValueError(f"k={k} > max_len={max_len}: the projection would lengthen the sequence, not compress it; "
+                             f"pick k <= max_len (default: max_len // 4 = {default_k(max_len)})")
         if d_model % n_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         if causal:

@@ -28,7 +28,7 @@ from ..models import Classifier, LanguageModel, ModelConfig
 from ..training.optim import build_optimizer
 from .env import environment, progress_bar
 from .flops import layer_flops
-from .timed_layers import LINFORMER_K
+from .timed_layers import linformer_k
 from .memory import fresh_process_device, in_fresh_process, peak_bytes
 from .timing import interleaved_medians
 
@@ -45,7 +45,7 @@ QUICK = {task: {"batches": [1, 2], "seq": 64, "layers": 2, "d_model": 64, "heads
 
 
 def model_config(kind: str, sizes: dict) -> ModelConfig:
-    options = {"k": LINFORMER_K} if kind == "linformer" else {}
+    options = {"k": linformer_k(sizes["seq"])} if kind == "linformer" else {}
     return ModelConfig(vocab_size=sizes["vocab"], d_model=sizes["d_model"], n_heads=sizes["heads"], n_layers=sizes["layers"],
                        max_len=sizes["seq"], dropout=0.0, attention=kind, attention_options=options)
 
@@ -53,7 +53,7 @@ def model_config(kind: str, sizes: dict) -> ModelConfig:
 def model_flops(kind: str, task: str, sizes: dict) -> int:
     """Forward FLOPs of one batch (matrix products only): attention layers, FFNs and the LM head."""
     b, n, d = sizes["batch"], sizes["seq"], sizes["d_model"]
-    attn = layer_flops(kind, b, n, d, sizes["heads"], n, k=LINFORMER_K if kind == "linformer" else None)
+    attn = layer_flops(kind, b, n, d, sizes["heads"], n, k=linformer_k(n) if kind == "linformer" else None)
     ffn = 2 * 2 * b * n * d * 4 * d
     head = 2 * b * n * d * sizes["vocab"] if task == "lm" else 0
     return sizes["layers"] * (attn + ffn) + head

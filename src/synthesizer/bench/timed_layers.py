@@ -14,7 +14,12 @@ from torch import Tensor, nn
 from ..attention.dispatch import applicable_paths
 from ..attention.factory import BASELINES, build_mixer, resolve_kind
 
-LINFORMER_K = 256  # projected length of both Linformers (the paper's and the package's default)
+LINFORMER_K = 256  # projected length of both Linformers at long lengths (the paper's); shorter: a quarter of max_len
+
+
+def linformer_k(max_len: int) -> int:
+    """The Linformers' projected length at ``max_len``: ``LINFORMER_K``, at most a quarter of ``max_len``."""
+    return min(LINFORMER_K, max(1, max_len // 4))
 PYPI_LINFORMER = "linformer_pypi"
 NON_CAUSAL = ("linformer", PYPI_LINFORMER)  # encoder-only layers
 
@@ -61,9 +66,9 @@ def build_layer(name: str, d_model: int, n_heads: int, max_len: int, causal: boo
     if name == PYPI_LINFORMER:
         if causal:
             raise ValueError("linformer_pypi is encoder-only: it has no causal version")
-        return PyPILinformer(d_model, n_heads, max_len)
+        return PyPILinformer(d_model, n_heads, max_len, linformer_k(max_len))
     kind, _, impl = name.partition(" [")
-    options = {"k": LINFORMER_K} if kind == "linformer" else {}
+    options = {"k": linformer_k(max_len)} if kind == "linformer" else {}
     if impl:
         options["impl"] = impl.rstrip("]")
     return build_mixer(kind, d_model, n_heads, max_len, causal=causal, **options)

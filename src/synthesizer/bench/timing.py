@@ -23,13 +23,16 @@ def time_once(fn: Callable[[], object], device: torch.device) -> float:
 
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], device: torch.device, repeats: int, warmup: int,
-                        progress: Callable[[], None] | None = None) -> dict[str, dict[str, float]]:
+                        progress: Callable[[], None] | None = None, *,
+                        samples: dict[str, list[float]] | None = None) -> dict[str, dict[str, float]]:
     """Time every function ``repeats`` times, round-robin so that load on a shared machine hits all
-    of them alike; return median, min and max seconds per name."""
+    of them alike; return median, min and max seconds per name (``samples``, if given, receives every
+    repeat's seconds per name, in order: the i-th of two names were timed back to back)."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
-    samples: dict[str, list[float]] = {name: [] for name in fns}
+    samples = {} if samples is None else samples
+    samples.update({name: [] for name in fns})
     for _ in range(repeats):
         for name, fn in fns.items():
             samples[name].append(time_once(fn, device))

@@ -3,9 +3,12 @@
     synthesizer compare --preset lm [--size quick|standard|full] [--kinds ...] [--baselines linformer ...]
                         [--seeds N] [--out DIR] [--steps N] [--set key=value ...] [--jobs N --threads T] [--plan]
     synthesizer compare --render DIR [DIR ...] [--out DIR]
+    synthesizer compare --time DIR
 
 Runs live in ``OUT/runs/<task>-<data>/<kind>/seed<k>/``; finished ones are read back, interrupted ones
-resumed (:mod:`.run`). With ``--jobs N`` the runs train N at a time, each in its own process (small models
+resumed (:mod:`.run`); a folder whose runs other code trained takes no new ones without
+``--allow-other-code``. At the end the kinds are timed one at a time at each task's shapes
+(:mod:`.timing`; ``--time DIR`` does only that, on a finished comparison, and re-renders it). With ``--jobs N`` the runs train N at a time, each in its own process (small models
 use few cores well, so on a 2-core machine two one-thread runs finish a comparison almost twice as fast as
 one). With ``--plan`` nothing trains: the ``synthesizer train`` line of every run still to train is printed
 for another scheduler (:mod:`.command`), and the same command without ``--plan`` then writes the report.
@@ -17,12 +20,16 @@ import argparse
 import dataclasses
 import shlex
 import sys
+from pathlib import Path
 
 from ..report.presets import DEFAULT_KINDS, PRESETS, SIZES
-from ..report.summary import render
+from ..report.results import load_results
+from ..runs.code import code_provenance
+from ..report.summary import render, write_and_print
 from .command import plan_commands
 from .plan import Options
 from .run import run_comparison
+from .timing import add_timings
 
 
 def _split_list(values: list[str] | None) -> list[str] | None:
@@ -59,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
                         "shared out with several; 1 is faster on a busy machine)")
     p.add_argument("--no-heatmaps", action="store_true", help="skip loading checkpoints for attention heatmaps")
     p.add_argument("--render", nargs="+", metavar="DIR", help="only re-render (and merge) existing results")
+    p.add_argument("--time", metavar="DIR",
+                   help="only time the kinds of the comparison in DIR one at a time at each task's shapes (what the "
+                        "speed verdicts read), store the timing in its results.json and re-render its report")
+    p.add_argument("--allow-other-code", action="store_true",
+                   help="add runs to a folder whose runs were trained by another version or commit of synthesizer "
+                        "(refused by default: one table, one implementation)")
     p.add_argument("--plan", action="store_true",
                    help="train nothing: print the `synthesizer train` command of every run still to train, one a "
                         "line, for a cluster's scheduler to run; then the same command without --plan writes the "
@@ -71,16 +84,23 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     command = "synthesizer compare " + shlex.join(argv)
+    if args.time:
+        results = add_timings(load_results(args.time))
+        results["rendered_by"] = code_provenance()
+        if command not in results["commands"]:
+            results["commands"].append(command)
+        write_and_print(results, Path(args.time), print)
+        return 0
     if args.render:
         if args.plan:
             raise ValueError("--plan lists the runs of a comparison to train (--preset), --render trains nothing")
-        render(args.render, args.out, command=command)
+        render(args.render, args.out, command=command, rendered_by=code_provenance())
         return 0
     if not args.preset:
         raise ValueError(f"give --preset (one of {', '.join(sorted(PRESETS))}) or --render DIR")
     options = Options(args.preset, args.size, _split_list(args.kinds), _split_list(args.baselines), args.seeds,
                       args.out, args.steps, tuple(args.overrides), jobs=args.jobs, threads=args.threads,
-                      heatmaps=not args.no_heatmaps, command=command)
+                      heatmaps=not args.no_heatmaps, command=command, allow_other_code=args.allow_other_code)
     if args.plan:
         for line in plan_commands(options):
             print(line, flush=True)

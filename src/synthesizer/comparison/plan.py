@@ -17,6 +17,7 @@ from typing import Any, Callable
 from ..errors import check_out_dir, path_component, positive_int
 from ..report.presets import DEFAULT_KINDS, PresetTask, get_preset, sized_tasks, steps_overrides, task_overrides
 from ..report.tables import group_key
+from ..runs.code import code_provenance, describe
 from ..runs.files import RESULT_FILE, read_result
 from ..runs.plan import PlannedRun
 
@@ -38,6 +39,7 @@ class Options:
     threads: int | None = None
     heatmaps: bool = True
     command: str = ""  # the command line, kept in results.json
+    allow_other_code: bool = False  # add runs to a folder whose runs were trained by other code
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,27 @@ def check_same_config(record: dict, cfg, where: Path) -> None:
             raise ValueError(f"{where} finished with {name}={theirs.get(name)!r}, but this comparison trains "
                              f"{name}={ours.get(name)!r}; give the comparison a new --out folder (or the same "
                              "options as before)")
+
+
+def check_same_code(results: dict, where: Path) -> None:
+    """ValueError where a finished run of ``results`` was trained by other code than this (another version or
+    commit, or code not recorded) and new runs would join it: their numbers would mix two implementations.
+    Runs without provenance (a failure's record) are not counted."""
+    now = code_provenance()
+    others: dict[str, int] = {}
+    for record in results["runs"]:
+        provenance = record.get("provenance")
+        if not provenance or "error" in record:
+            continue
+        code = provenance.get("code")
+        if not code or (code.get("version"), code.get("commit"), code.get("modified")) != (
+                now["version"], now["commit"], now["modified"]):
+            others[describe(code)] = others.get(describe(code), 0) + 1
+    if others:
+        listed = "; ".join(f"{name}: {n} run(s)" for name, n in others.items())
+        raise ValueError(f"{where} holds runs trained by other code ({listed}) than this ({describe(now)}); new "
+                         "runs would mix two implementations in one table: give the comparison a new --out folder, "
+                         "or pass --allow-other-code to add them anyway (the report lists the code of every run)")
 
 
 def is_finished(run: PlannedRun) -> bool:

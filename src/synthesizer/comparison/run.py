@@ -33,12 +33,14 @@ from ..report.average import put_averages
 from ..report.results import FILENAME, load_or_empty_results, put_run, save_results
 from ..report.summary import write_and_print
 from ..report.tables import group_key
+from ..runs.code import code_provenance
 from ..runs.files import DATA_FILE, LOG_FILE, read_json, window_speed
 from ..runs.plan import PlannedRun
 from ..training.lock import FolderLock
 from .execute import execute, failure, set_threads
 from .pace import Pace
-from .plan import Comparison, Options, Plan, from_pretrained, plan_runs, pretraining_runs, resolve
+from .plan import Comparison, Options, Plan, check_same_code, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
+from .timing import add_timings
 from .progress import Warned, summary
 
 
@@ -52,11 +54,15 @@ class Hooks:
     config_fn: Callable
     load_fn: Callable
     log: Callable[[str], None] = print
+    time_fn: Callable | None = None  # time_fn(results, log): the one-at-a-time timing (timing.add_timings)
 
     @classmethod
     def of(cls, run_fn: Callable | None = None, config_fn: Callable | None = None, load_fn: Callable | None = None,
-           log: Callable[[str], None] = print) -> "Hooks":
-        """The functions given, the experiment runner's for those left None."""
+           log: Callable[[str], None] = print, time_fn: Callable | None = None) -> "Hooks":
+        """The functions given, the experiment runner's for those left None; the timing of the kinds by default
+        only with the real runner (fake runs have nothing to time)."""
+        if time_fn is None and run_fn is None:
+            time_fn = add_timings
         if run_fn is None or config_fn is None or load_fn is None:
             from ..tasks.config import ExperimentConfig
             from ..tasks.experiment import load_trained, run_experiment
@@ -64,23 +70,24 @@ class Hooks:
             run_fn = run_fn or run_experiment
             config_fn = config_fn or ExperimentConfig.from_file
             load_fn = load_fn or load_trained
-        return cls(run_fn, config_fn, load_fn, log)
+        return cls(run_fn, config_fn, load_fn, log, time_fn)
 
 
 def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = None,
                    baselines: list[str] | None = None, seeds: int = 1, out=None, steps: int | None = None,
                    overrides: list[str] = (), *, jobs: int = 1, threads: int | None = None, heatmaps: bool = True,
                    command: str = "", run_fn: Callable | None = None, config_fn: Callable | None = None,
-                   load_fn: Callable | None = None, log: Callable[[str], None] = print) -> dict:
+                   load_fn: Callable | None = None, log: Callable[[str], None] = print, time_fn: Callable | None = None,
+                   allow_other_code: bool = False) -> dict:
     """Train every (task, kind, seed) of the comparison that is not finished yet, then write the report.
 
     The options are :class:`~.plan.Options`'s, the functions :class:`Hooks`'s. ``jobs`` runs train at a
     time, each in a process of its own (``run_fn`` must then be picklable), each with ``threads`` torch
     threads (default: the cores shared out). Returns the results dict (also saved as ``OUT/results.json``).
     """
-    hooks = Hooks.of(run_fn, config_fn, load_fn, log)
+    hooks = Hooks.of(run_fn, config_fn, load_fn, log, time_fn)
     options = Options(preset, size, kinds, baselines, seeds, out, steps, tuple(overrides), jobs=jobs,
-                      threads=threads, heatmaps=heatmaps, command=command)
+                      threads=threads, heatmaps=heatmaps, command=command, allow_other_code=allow_other_code)
     return compare(options, hooks)
 
 
@@ -101,6 +108,7 @@ class _Session:
     jobs: int
     threads: int | None
     heatmaps: bool
+    allow_other_code: bool = False
 
     @classmethod
     def open(cls, comparison: Comparison, options: Options, hooks: Hooks) -> "_Session":
@@ -125,7 +133,7 @@ class _Session:
         results["machine"]["parallel_runs"] = options.jobs
         if threads:
             results["machine"]["torch_threads"] = threads
-        return cls(comparison, results, hooks, options.jobs, threads, options.heatmaps)
+        return cls(comparison, results, hooks, options.jobs, threads, options.heatmaps, options.allow_other_code)
 
     def log(self, line: str) -> None:
         self.hooks.log(line)
@@ -138,6 +146,8 @@ class _Session:
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         plan = plan_runs(self.comparison, self.results)
         plan.log_kept(self.comparison.out / FILENAME, self.log)
+        if any(not is_finished(run) for run in plan.runs) and not self.allow_other_code:
+            check_same_code(self.results, self.comparison.out / FILENAME)
         try:
             finished = self._train(plan)
         except KeyboardInterrupt:
@@ -148,7 +158,8 @@ class _Session:
             self.results["wall_time_s"] = float(self.results.get("wall_time_s") or 0.0) + elapsed
             self.results["sessions"].append({"started": started.isoformat(timespec="seconds"),
                                              "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                             "wall_time_s": round(elapsed, 1)})
+                                             "wall_time_s": round(elapsed, 1), "code": code_provenance()})
+            self.results["rendered_by"] = code_provenance()
             self.save()
         if finished:
             self._finish()
@@ -244,6 +255,9 @@ class _Session:
             self.save()
         if self.heatmaps:
             self._add_attention_maps()
+            self.save()
+        if self.hooks.time_fn is not None:  # the speed verdicts read this, not the speeds of runs trained side by side
+            self.hooks.time_fn(self.results, self.log)
             self.save()
         write_and_print(self.results, out, self.log, raw=out / FILENAME)
 

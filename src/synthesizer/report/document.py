@@ -8,15 +8,13 @@ from pathlib import Path
 
 from . import plots
 from .lead import lead_blocks
-from .claims import (CANNOT_TELL, CONTRADICTS, MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, SUPPORTS,
-                     USE_NOT_MEASURED, Verdict, attention_notes, evaluate_claims, verdict_label)
+from .claims import (MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, USE_NOT_MEASURED, Verdict,
+                     attention_notes, evaluate_claims, verdict_label)
 from .render import Block, write_report
-from .results import save_results
+from ..runs.code import describe
+from .results import data_fingerprint, save_results
 from .groups import build_groups
 from .tables import Group, group_key, group_label, table_rows
-
-_MARK = {SUPPORTS: "supports", CONTRADICTS: "contradicts", CANNOT_TELL: "cannot tell"}
-
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text.replace("+", "-plus-")).strip("-")
@@ -25,6 +23,40 @@ def slug(text: str) -> str:
 def minutes(seconds: float) -> str:
     """"12.5 min", or "40 s" under a minute."""
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+HASH_CHARS = 12  # of a sha256 shown in the header; results.json holds the whole hash
+
+
+def provenance_items(results: dict) -> list[str]:
+    """The header's lines on what made the numbers: the code every run was trained with (version, commit,
+    "modified"; "not recorded" before runs recorded it), the code rendering the report, and per task the
+    data's origin, its split hashes and the tokenizer's hash (docs/reproduce.md checks a copy against them)."""
+    runs = [r for r in results["runs"] if r.get("provenance")]
+    trained: dict[str, int] = {}
+    for r in runs:
+        code = r["provenance"].get("code")
+        name = f"synthesizer {describe(code)}" if code else "code not recorded (runs record it from 0.3.0.dev0 on)"
+        trained[name] = trained.get(name, 0) + 1
+    items = []
+    if trained:
+        items.append("trained by: " + "; ".join(f"{name} ({n} runs)" for name, n in trained.items()))
+    if results.get("rendered_by"):  # set by whoever renders (the comparison), which may run git; the report does not
+        items.append(f"rendered by: {describe(results['rendered_by'])}")
+    seen = set()
+    for r in runs:
+        key = group_key(r["task"], r["data"])
+        fingerprint = data_fingerprint(r)
+        if key in seen or fingerprint is None:
+            continue
+        seen.add(key)
+        data = r["provenance"]["data"]
+        splits = ", ".join(f"{split} {v.get('examples', '?')} examples sha256 {str(v.get('sha256'))[:HASH_CHARS]}"
+                           for split, v in data.get("splits", {}).items())
+        tokenizer = fingerprint[1]
+        items.append(f"data `{key}`: {data.get('origin', 'origin not recorded')}; {splits}"
+                     f"{f'; tokenizer sha256 {tokenizer[:HASH_CHARS]}' if tokenizer else ''}")
+    return items
 
 
 def _header(results: dict) -> list[Block]:
@@ -50,6 +82,7 @@ def _header(results: dict) -> list[Block]:
     if (m.get("parallel_runs") or 1) > 1:
         items.append(f"speeds: runs trained {m['parallel_runs']} at a time, so a run's speed also depends on the run "
                      "beside it; `synthesizer bench model` times the variants one at a time")
+    items += provenance_items(results)
     for config, why in (results.get("left_out") or {}).items():
         items.append(f"left out at this size: `{config}` ({why})")
     if results.get("sessions"):
@@ -135,18 +168,24 @@ def _claim_blocks(verdicts: list[Verdict], notes: list[str] = ()) -> list[Block]
               f"of the paired per-seed losses with {MIN_SEEDS} or more seeds, and a paired bootstrap over test "
               "examples where per-example scores are recorded; with neither, nothing is measured. The thresholds "
               "are the paper's own gaps on the same scale (docs/paper_numbers.md of the project). **supports**: the "
-              "whole interval satisfies the rule; **contradicts**: the whole interval violates it; **cannot tell**: "
-              "the interval straddles the threshold, nothing was measured, vanilla does not clearly beat the "
-              "trivial predictor, or the run lacks a variant or task the claim needs. A check on a task whose vanilla "
+              "whole interval satisfies the rule, on a task where `none` (no attention) clearly fails the same test; "
+              "**contradicts**: the whole interval violates it; **cannot tell**: the interval straddles the "
+              "threshold, nothing was measured, vanilla does not clearly beat the trivial predictor, or `none` "
+              "passes (or may pass) the test too, so passing it says nothing about attention; **not run**: the run "
+              "lacks a kind the check needs; **does not apply**: the run has no task of the family the claim is "
+              "about, or (parameters) the factorization cannot save any at the task's length. A check on a task whose vanilla "
               "is still learning, or does not clearly beat its trivial predictor by what the task asks (\"Did vanilla "
               "learn?\" under each table), keeps its verdict but says **provisional** first. Speeds use a "
-              f"{SPEED_TOLERANCE:.0%} timing tolerance (or the seed spread if larger). These are small CPU models "
+              f"timing of the kinds one at a time in one process at the task's shapes (`synthesizer compare --time`), "
+              f"with a {SPEED_TOLERANCE:.0%} tolerance (or half the interquartile range of the paired ratios if "
+              "larger); the speeds of runs trained side by side are information only. These are small CPU models "
               "trained for minutes: a verdict is about this run, not about the paper's full-size setting. The "
               "diagnostics (diag-*) are not judged: they probe content-based lookup, which no claim is about."),
         ("p", f"**Where attention matters.** A claim is about what attention contributes, so it is judged only on a "
               f"task where vanilla is clearly better than `{NONE_KIND}` (no mixing between tokens; the rule of the "
               f"**{NO_ATTENTION_USE}** flag): elsewhere every check **cannot tell**. Without `{NONE_KIND}` this is not "
-              "checked and the verdicts are **provisional**. Beside the kept share, each check gives a kind's share "
+              "checked: no check supports (whether no attention passes too is unknown) and the others are "
+              "**provisional**. Beside the kept share, each check gives a kind's share "
               f"of vanilla's gain over `{NONE_KIND}` (\"keeps 91% [85%, 97%] of what vanilla's attention adds\"); the "
               "thresholds stay on the kept-share scale. Where an interval straddles its threshold, the check says "
               "about how many seeds would decide it if the mean and spread held."),
@@ -154,11 +193,14 @@ def _claim_blocks(verdicts: list[Verdict], notes: list[str] = ()) -> list[Block]
     if notes:
         blocks.append(("list", [f"**{n.split(': ', 1)[0]}**: {n.split(': ', 1)[1]}" for n in notes]))
     blocks.append(("table", ["claim", "verdict"],
-                   [[f"{v.number}. {v.claim}", f"**{_MARK[v.verdict]}**{verdict_label(v)[len(v.verdict):]}"]
+                   [[f"{v.number}. {v.claim}", f"**{v.verdict}**{verdict_label(v)[len(str(v.verdict)):]}"]
                     for v in verdicts]))
     for v in verdicts:
-        blocks += [("h3", f"Claim {v.number}: {_MARK[v.verdict]}"), ("p", v.claim), ("p", f"Rule: {v.rule}"),
-                   ("list", [f"{_MARK[c.verdict]}: {c.text}" for c in v.checks])]
+        blocks += [("h3", f"Claim {v.number}: {v.verdict}"), ("p", v.claim), ("p", f"Rule: {v.rule}"),
+                   ("list", [f"{c.verdict}: {c.text}" for c in v.checks])]
+        if v.readings:
+            blocks += [("p", "Reading on the tasks the claim is not about (information, no verdict):"),
+                       ("list", [f"{c.verdict}: {c.text}" for c in v.readings])]
     return blocks
 
 
@@ -166,7 +208,7 @@ def build_report(results: dict, folder: str | Path) -> tuple[Path, Path]:
     """Draw the plots and write report.md, report.html and results.json into ``folder``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    groups = build_groups(results["runs"])
+    groups = build_groups(results["runs"], results.get("timings"))
     blocks = _header(results) + lead_blocks(results, groups, folder, minutes)  # empty unless the preset has a lead
     pretraining = results.get("pretraining") or []
     for group in build_groups(pretraining):  # a pretrained preset's first step

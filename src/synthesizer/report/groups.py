@@ -7,11 +7,12 @@ from .learning import vanilla_learning
 from .tables import Group, group_key, plain_group
 
 
-def build_groups(runs: list[dict]) -> list[Group]:
+def build_groups(runs: list[dict], timings: dict | None = None) -> list[Group]:
     """Aggregate raw run records into one :class:`Group` per (task, data), rows in the paper's order.
     Where the group trained ``none`` (no mixing between tokens), a row not clearly better than it gets the
     status note "does not use its attention", by the claims' interval rule. Each group also gets ``learning``:
-    whether its vanilla flattened and beat the trivial predictors."""
+    whether its vanilla flattened and beat the trivial predictors, and ``timing``: its one-at-a-time timing from
+    ``timings`` (results.json's, by group key), if any."""
     by_group: dict[str, list[dict]] = {}
     for run in runs:
         by_group.setdefault(group_key(run["task"], run["data"]), []).append(run)
@@ -21,5 +22,6 @@ def build_groups(runs: list[dict]) -> list[Group]:
         flag_unused_attention(group)
         put_shares(group)
         group.learning = vanilla_learning(group, group_runs)
+        group.timing = (timings or {}).get(key)
         groups.append(group)
     return groups

@@ -6,7 +6,10 @@ Layout (``FORMAT = 1``)::
      "machine": {...}, "wall_time_s": 612.3, "sessions": [{"started", "finished", "wall_time_s"}],
      "labels": {"lm-sotu": "language modelling (SOTU)"},
      "runs": [<run_experiment result dict + "run_dir">, or {"task", "data", "attention", "seed", "error"}],
-     "attention": {"lm-sotu": {"random": [<attention_maps() layer dicts>]}}}
+     "attention": {"lm-sotu": {"random": [<attention_maps() layer dicts>]}},
+     "timings": {"lm-sotu": <comparison/timing.py's record: the kinds timed one at a time>}}
+
+Every run of one task and data in one file trained on the same data and tokenizer (``check_one_corpus``).
 """
 
 from __future__ import annotations
@@ -37,9 +40,49 @@ def run_key(run: dict) -> tuple:
 
 def put_run(results: dict, run: dict, field: str = "runs") -> None:
     """Add ``run`` to ``results[field]`` ("runs", or a pretrained preset's "pretraining"), replacing an
-    earlier record of the same (task, data, attention, seed)."""
+    earlier record of the same (task, data, attention, seed); ValueError where it trained on other data or
+    another tokenizer than the runs of its task already there (:func:`check_one_corpus`)."""
     key = run_key(run)
+    check_one_corpus(results.get(field, []), run)
     results[field] = [r for r in results.get(field, []) if run_key(r) != key] + [run]
+
+
+def data_fingerprint(run: dict) -> tuple[dict, str | None] | None:
+    """``({split: sha256}, tokenizer sha256 or None)`` of a run's recorded data, None where it records none."""
+    provenance = run.get("provenance") or {}
+    splits = (provenance.get("data") or {}).get("splits") or {}
+    if not splits:
+        return None
+    return {k: v.get("sha256") for k, v in splits.items()}, (provenance.get("tokenizer") or {}).get("sha256")
+
+
+def check_one_corpus(runs: list[dict], run: dict) -> None:
+    """ValueError naming both runs and their data's origins where ``run`` trained on other data (a split's
+    content hash) or with another tokenizer than a run of the same task and data in ``runs``: one comparison
+    holds one corpus per task, or its table would compare two data sets as one."""
+    mine = data_fingerprint(run)
+    if mine is None:
+        return
+    for other in runs:
+        theirs = data_fingerprint(other)
+        if theirs is None or (other["task"], other["data"]) != (run["task"], run["data"]) or run_key(other) == run_key(run):
+            continue
+        differ = [f"the {split} split" for split in sorted(set(mine[0]) & set(theirs[0])) if mine[0][split] != theirs[0][split]]
+        if mine[1] and theirs[1] and mine[1] != theirs[1]:
+            differ.append("the tokenizer")
+        if differ:
+            raise ValueError(f"{_named(run)} and {_named(other)} differ in {', '.join(differ)} (content hashes): "
+                             f"{_origin(run)} vs {_origin(other)}; one comparison holds one corpus per task, so "
+                             "this run is not added: train it into another --out folder, or check the data against "
+                             "the hashes the reports record (docs/reproduce.md)")
+
+
+def _named(run: dict) -> str:
+    return f"{run['task']}-{run['data']} {run['attention']} seed {int(run.get('seed', 0))}"
+
+
+def _origin(run: dict) -> str:
+    return ((run.get("provenance") or {}).get("data") or {}).get("origin") or "origin not recorded"
 
 
 def _clean(value):
@@ -104,6 +147,8 @@ def merge_results(parts: list[dict]) -> dict:
             put_run(merged, run, "pretraining")
         for group, maps in part.get("attention", {}).items():
             merged["attention"].setdefault(group, {}).update(maps)
+        if part.get("timings"):  # later parts win: the newest timing of a group
+            merged.setdefault("timings", {}).update(part["timings"])
     return merged
 
 

@@ -18,7 +18,7 @@ from .tables import group_label, table_rows, text_table
 def print_tables(results: dict, log: Callable[[str], None] = print) -> None:
     """Every group's table (pretraining first), whether vanilla learned, and the claims' verdicts."""
     pretraining = build_groups(results.get("pretraining") or [])
-    groups = build_groups(results["runs"])
+    groups = build_groups(results["runs"], results.get("timings"))
     for group in pretraining + groups:
         log("")
         log(f"{group_label(group, results['labels'])} [{group.key}]")
@@ -53,11 +53,15 @@ def write_and_print(results: dict, out: Path, log: Callable[[str], None], raw: P
     log_lead(results, out, log)
 
 
-def render(folders: list[str], out: str | None = None, log: Callable[[str], None] = print, command: str = "") -> dict:
-    """Merge the results.json of ``folders`` and write the report into ``out`` (default: the first folder)."""
+def render(folders: list[str], out: str | None = None, log: Callable[[str], None] = print, command: str = "",
+           rendered_by: dict | None = None) -> dict:
+    """Merge the results.json of ``folders`` and write the report into ``out`` (default: the first folder);
+    ``rendered_by``: the code rendering it (runs.code.code_provenance), named in the header."""
     target = Path(out or folders[0])
     check_out_dir("--out", target)
     results = merge_results([load_results(f) for f in folders])
+    if rendered_by:
+        results["rendered_by"] = rendered_by
     if command and command not in results["commands"]:
         results["commands"].append(command)
     write_and_print(results, target, log)

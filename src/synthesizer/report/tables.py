@@ -79,6 +79,8 @@ class Group:
     rows: list[Row]
     chance: dict = field(default_factory=dict)   # {"value": float, "why": str} or {}
     learning: Learning | None = None             # did vanilla learn (learning.vanilla_learning); None: no vanilla
+    # the one-at-a-time timing of the group's kinds (results.json "timings", see comparison/timing.py); None: not timed
+    timing: dict | None = None
 
     def row(self, kind: str) -> Row | None:
         return next((r for r in self.rows if r.kind == kind), None)

@@ -1,0 +1,122 @@
+"""One-at-a-time timing of a comparison's kinds at each task's shapes: what its speed verdicts read.
+
+Runs trained side by side share the machine, so a run's speed also depends on its neighbour's; the report
+shows those speeds as information only. Here every kind's self-attention layer, built as the task's model
+builds it (width, heads, ``max_len``, causal for lm), takes a training step (forward and backward) on one
+random batch of the task's shape, round-robin in one process, so that the machine's load hits every kind
+alike. The batch: ``batch.block_size`` (lm) or ``batch.max_len`` / ``batch.max_src_len`` tokens a sequence
+(else ``model.max_len``), ``batch.max_tokens`` / that many sequences (else ``DEFAULT_BATCH``).
+
+The same pass counts each factorized kind's attention parameters against its full kind's at growing
+``max_len``, so that claim 3 can say where the factorization saves parameters at all. Stored in results.json
+under ``"timings"`` by group (``<task>-<data>``)::
+
+    {"task", "seq", "batch", "d_model", "n_heads", "max_len", "causal", "repeats", "threads",
+     "load_average_1min", "measured",
+     "kinds": {kind: {"step_s": [seconds per repeat], "median_s"}},
+     "params": {kind: {"reference", "attention", "reference_attention", "saves_from"}}}
+
+``saves_from``: the smallest ``max_len`` (of ``SAVING_LENGTHS`` and the task's own) at which the factorized
+layer has fewer attention parameters than its full kind, 0 where none of them does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Callable
+
+import torch
+
+from ..attention import registry
+from ..attention.factory import build_mixer
+from ..bench.timing import interleaved_medians
+from ..models import ModelConfig
+from ..report.tables import group_key
+
+FACTORIZED = {"factorized_random": "random", "factorized_dense": "dense"}  # claim 3's pairs
+SAVING_LENGTHS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+DEFAULT_BATCH = 8
+REPEATS, WARMUP = 7, 2
+SKIPPED_TASKS = ("glue",)  # the GLUE-style average is not a model of its own
+
+
+def task_shape(config: dict) -> dict:
+    """The layer and batch a run of ``config`` (a run record's config) trains with, for the timing."""
+    model = ModelConfig.from_dict({"vocab_size": 64, **config["model"]})  # the vocabulary does not touch attention
+    batch = config.get("batch") or {}
+    seq = next((batch[k] for k in ("block_size", "max_len", "max_src_len") if batch.get(k)), model.max_len)
+    n = max(1, batch["max_tokens"] // seq) if batch.get("max_tokens") else DEFAULT_BATCH
+    return {"task": config["task"], "seq": seq, "batch": n, "d_model": model.d_model, "n_heads": model.n_heads,
+            "max_len": model.max_len, "causal": config["task"] == "lm"}
+
+
+def logits_params(layer: torch.nn.Module) -> int:
+    """The parameters that make the attention weights (the records' ``attention_logits``, for one layer)."""
+    if not hasattr(layer, "param_counts"):
+        return sum(p.numel() for p in layer.parameters())
+    counts = layer.param_counts()
+    components = registry.names()
+    named = [v for k, v in counts.items() if k in components]
+    # a baseline names its own parts: everything but its values and output
+    return sum(named) if named else sum(v for k, v in counts.items() if k != "values_output")
+
+
+def saves_from(kind: str, shape: dict) -> dict:
+    """Attention parameters of ``kind`` and of its full kind at the task's ``max_len``, and the smallest
+    ``max_len`` at which the factorization has fewer (0: at none of the lengths counted)."""
+    full = FACTORIZED[kind]
+
+    def count(name: str, max_len: int) -> int:
+        return logits_params(build_mixer(name, shape["d_model"], shape["n_heads"], max_len, causal=shape["causal"]))
+
+    lengths = sorted({*SAVING_LENGTHS, shape["max_len"]})
+    first = next((n for n in lengths if count(kind, n) < count(full, n)), 0)
+    return {"reference": full, "attention": count(kind, shape["max_len"]),
+            "reference_attention": count(full, shape["max_len"]), "saves_from": first}
+
+
+def _step(layer: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
+    def step() -> None:
+        layer.zero_grad(set_to_none=True)
+        x.grad = None
+        layer(x).sum().backward()
+    return step
+
+
+def time_group(kinds: list[str], shape: dict, repeats: int = REPEATS, warmup: int = WARMUP) -> dict:
+    """The timing record of one group (see the module's docstring)."""
+    torch.manual_seed(0)
+    x = torch.randn(shape["batch"], shape["seq"], shape["d_model"], requires_grad=True)
+    steps = {}
+    for kind in kinds:
+        layer = build_mixer(kind, shape["d_model"], shape["n_heads"], shape["max_len"], causal=shape["causal"]).train()
+        steps[kind] = _step(layer, x)
+    samples: dict[str, list[float]] = {}
+    stats = interleaved_medians(steps, torch.device("cpu"), repeats, warmup, samples=samples)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return {**shape, "repeats": repeats, "threads": torch.get_num_threads(),
+            "load_average_1min": None if load is None else round(load, 2),
+            "measured": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "kinds": {k: {"step_s": [round(s, 6) for s in samples[k]], "median_s": round(stats[k]["median"], 6)}
+                      for k in kinds},
+            "params": {k: saves_from(k, shape) for k in kinds if k in FACTORIZED and FACTORIZED[k] in kinds}}
+
+
+def add_timings(results: dict, log: Callable[[str], None] = print) -> dict:
+    """Time the kinds of every group of ``results`` one at a time (:func:`time_group`) and store the records
+    in ``results["timings"]``; returns ``results``."""
+    groups: dict[str, tuple[dict, list[str]]] = {}
+    for record in results["runs"]:
+        if record.get("task") in SKIPPED_TASKS or "config" not in record:
+            continue
+        key = group_key(record["task"], record["data"])
+        config, kinds = groups.setdefault(key, (record["config"], []))
+        if record["attention"] not in kinds:
+            kinds.append(record["attention"])
+    timings = results.setdefault("timings", {})
+    for key, (config, kinds) in groups.items():
+        shape = task_shape(config)
+        log(f"timing {key}: {len(kinds)} kinds one at a time, batch {shape['batch']} x {shape['seq']} tokens")
+        timings[key] = time_group(kinds, shape)
+    return results

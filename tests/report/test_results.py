@@ -1,0 +1,59 @@
+"""results.json: one corpus per task, and the header's record of the code and data behind the numbers."""
+
+import copy
+
+import pytest
+
+from synthesizer.report.document import provenance_items
+from synthesizer.report.results import empty_results, merge_results, put_run
+
+
+def record(seed, train_hash="aaa", tokenizer="ttt", origin="/data/lm/sotu (shared data folder)", code=None):
+    provenance = {"data": {"name": "sotu", "origin": origin, "task": "lm",
+                           "splits": {"train": {"examples": 213, "sha256": train_hash},
+                                      "test": {"examples": 10, "sha256": "bbb"}}},
+                  "tokenizer": {"file": "tokenizer.json", "sha256": tokenizer}}
+    if code is not None:
+        provenance["code"] = code
+    return {"task": "lm", "data": "sotu", "attention": "vanilla", "seed": seed, "provenance": provenance}
+
+
+def test_a_run_on_other_data_is_not_added_and_both_origins_are_named():
+    # how two of lm's committed seeds came to train on the packaged subset: a copy without the shared data
+    results = empty_results()
+    put_run(results, record(0))
+    put_run(results, record(1))
+    subset = record(3, train_hash="ccc", tokenizer="uuu", origin="/pkg/corpora/lm/sotu (packaged subset)")
+    with pytest.raises(ValueError, match=r"lm-sotu vanilla seed 3 and lm-sotu vanilla seed 0 differ in the train split, "
+                                         r"the tokenizer .*packaged subset\) vs /data/lm/sotu \(shared data folder\)"):
+        put_run(results, subset)
+    assert [r["seed"] for r in results["runs"]] == [0, 1]
+    with pytest.raises(ValueError, match="differ in the tokenizer"):
+        put_run(results, record(2, tokenizer="vvv"))
+    # merging two folders is the same rule
+    other = empty_results()
+    put_run(other, subset)
+    with pytest.raises(ValueError, match="one comparison holds one corpus per task"):
+        merge_results([results, other])
+
+
+def test_the_same_run_again_and_records_without_provenance_are_fine():
+    results = empty_results()
+    put_run(results, record(0))
+    put_run(results, record(0, train_hash="new"))  # replaces its own earlier record: nothing to compare
+    bare = {k: v for k, v in record(1).items() if k != "provenance"}
+    put_run(results, bare)
+    assert len(results["runs"]) == 2
+
+
+def test_the_header_names_the_code_and_the_data_of_every_task():
+    results = empty_results()
+    put_run(results, record(0, code={"version": "0.3.0", "commit": "0123456789ab", "modified": False}))
+    put_run(results, record(1))
+    results["rendered_by"] = {"version": "0.3.0", "commit": "fedcba987654", "modified": True}
+    items = provenance_items(copy.deepcopy(results))
+    assert items[0] == ("trained by: synthesizer 0.3.0 at 0123456 (1 runs); code not recorded (runs record it from "
+                        "0.3.0.dev0 on) (1 runs)")
+    assert items[1] == "rendered by: 0.3.0 at fedcba9 (modified)"
+    assert items[2] == ("data `lm-sotu`: /data/lm/sotu (shared data folder); train 213 examples sha256 aaa, test 10 "
+                        "examples sha256 bbb; tokenizer sha256 ttt")
