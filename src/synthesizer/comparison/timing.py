@@ -3,8 +3,8 @@
 Runs trained side by side share the machine, so a run's speed also depends on its neighbour's; the report
 shows those speeds as information only. Here every kind's self-attention layer, built as the task's model
 builds it (width, heads, ``max_len``, causal for lm), takes a training step (forward and backward) on one
-random batch of the task's shape, round-robin in one process, so that the machine's load hits every kind
-alike. The batch: ``batch.block_size`` (lm) or ``batch.max_len`` / ``batch.max_src_len`` tokens a sequence
+random batch of the task's shape, round-robin in one process with one torch thread (as each run of a
+comparison trains), so that the machine's load hits every kind alike. The batch: ``batch.block_size`` (lm) or ``batch.max_len`` / ``batch.max_src_len`` tokens a sequence
 (else ``model.max_len``), ``batch.max_tokens`` / that many sequences (else ``DEFAULT_BATCH``).
 
 The same pass counts each factorized kind's attention parameters against its full kind's at growing
@@ -13,7 +13,7 @@ under ``"timings"`` by group (``<task>-<data>``)::
 
     {"task", "seq", "batch", "d_model", "n_heads", "max_len", "causal", "repeats", "threads",
      "load_average_1min", "measured",
-     "kinds": {kind: {"step_s": [seconds per repeat], "median_s"}},
+     "kinds": {kind: {"step_s": [seconds a step, per repeat], "median_s", "steps_per_sample"}},
      "params": {kind: {"reference", "attention", "reference_attention", "saves_from"}}}
 
 ``saves_from``: the smallest ``max_len`` (of ``SAVING_LENGTHS`` and the task's own) at which the factorized
@@ -23,7 +23,10 @@ layer has fewer attention parameters than its full kind, 0 where none of them do
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
+import statistics
+import time
 from typing import Callable
 
 import torch
@@ -37,7 +40,9 @@ from ..report.tables import group_key
 FACTORIZED = {"factorized_random": "random", "factorized_dense": "dense"}  # claim 3's pairs
 SAVING_LENGTHS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEFAULT_BATCH = 8
-REPEATS, WARMUP = 7, 2
+REPEATS, WARMUP = 15, 3
+MIN_SAMPLE_S = 0.05  # a timed sample runs enough steps to last this long
+THREADS = 1  # as each run of a comparison trains (one thread per job): steady timings on a shared machine
 SKIPPED_TASKS = ("glue",)  # the GLUE-style average is not a model of its own
 
 
@@ -68,7 +73,8 @@ def saves_from(kind: str, shape: dict) -> dict:
     full = FACTORIZED[kind]
 
     def count(name: str, max_len: int) -> int:
-        return logits_params(build_mixer(name, shape["d_model"], shape["n_heads"], max_len, causal=shape["causal"]))
+        with torch.device("meta"):  # shapes only: a random synthesizer at max_len 4096 would allocate 268 MB
+            return logits_params(build_mixer(name, shape["d_model"], shape["n_heads"], max_len, causal=shape["causal"]))
 
     lengths = sorted({*SAVING_LENGTHS, shape["max_len"]})
     first = next((n for n in lengths if count(kind, n) < count(full, n)), 0)
@@ -84,22 +90,47 @@ def _step(layer: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
     return step
 
 
+def _repeated(step: Callable[[], None], calls: int) -> Callable[[], None]:
+    def steps() -> None:
+        for _ in range(calls):
+            step()
+    return steps
+
+
+def calls_per_sample(step: Callable[[], None], warmup: int) -> int:
+    """How many steps one timed sample runs, so that it lasts at least ``MIN_SAMPLE_S``: a step of a
+    few milliseconds is too short to time on a shared machine."""
+    for _ in range(warmup):
+        step()
+    t0 = time.perf_counter()
+    step()
+    return max(1, math.ceil(MIN_SAMPLE_S / max(time.perf_counter() - t0, 1e-6)))
+
+
 def time_group(kinds: list[str], shape: dict, repeats: int = REPEATS, warmup: int = WARMUP) -> dict:
     """The timing record of one group (see the module's docstring)."""
     torch.manual_seed(0)
     x = torch.randn(shape["batch"], shape["seq"], shape["d_model"], requires_grad=True)
-    steps = {}
-    for kind in kinds:
-        layer = build_mixer(kind, shape["d_model"], shape["n_heads"], shape["max_len"], causal=shape["causal"]).train()
-        steps[kind] = _step(layer, x)
+    steps, calls = {}, {}
     samples: dict[str, list[float]] = {}
-    stats = interleaved_medians(steps, torch.device("cpu"), repeats, warmup, samples=samples)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(THREADS)
+    try:
+        for kind in kinds:
+            layer = build_mixer(kind, shape["d_model"], shape["n_heads"], shape["max_len"], causal=shape["causal"])
+            step = _step(layer.train(), x)
+            calls[kind] = calls_per_sample(step, warmup)
+            steps[kind] = _repeated(step, calls[kind])
+        interleaved_medians(steps, torch.device("cpu"), repeats, 1, samples=samples)
+    finally:
+        torch.set_num_threads(threads)
+    per_step = {k: [t / calls[k] for t in samples[k]] for k in kinds}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    return {**shape, "repeats": repeats, "threads": torch.get_num_threads(),
+    return {**shape, "repeats": repeats, "threads": THREADS,
             "load_average_1min": None if load is None else round(load, 2),
             "measured": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "kinds": {k: {"step_s": [round(s, 6) for s in samples[k]], "median_s": round(stats[k]["median"], 6)}
-                      for k in kinds},
+            "kinds": {k: {"step_s": [round(t, 7) for t in per_step[k]], "median_s": round(statistics.median(per_step[k]), 7),
+                          "steps_per_sample": calls[k]} for k in kinds},
             "params": {k: saves_from(k, shape) for k in kinds if k in FACTORIZED and FACTORIZED[k] in kinds}}
 
 
