@@ -338,3 +338,14 @@ def test_evaluate_falls_back_from_a_damaged_best_checkpoint_to_last(runs, tmp_pa
     code, _, err = run_cli(["evaluate", "--run", str(run)], capsys)
     assert code == 2 and err.startswith(f"error: checkpoint file {damaged / 'config.json'} is truncated or corrupt")
     assert err.count("\n") == 1
+
+
+def test_data_prints_the_origin_and_the_hashes_a_run_records(capsys):
+    from synthesizer.data import load_corpus
+    from synthesizer.data.provenance import data_provenance
+
+    code, out, _ = run_cli(["data", "sotu-subset"], capsys)
+    expected = data_provenance(load_corpus("sotu-subset"))
+    assert code == 0 and out.splitlines()[0] == f"sotu-subset: {expected['origin']}"
+    for split, v in expected["splits"].items():
+        assert f"{split:<5} {v['examples']:>7} examples  sha256 {v['sha256']}" in out

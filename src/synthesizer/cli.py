@@ -123,6 +123,11 @@ def _parser() -> argparse.ArgumentParser:
     for add in (_add_train, _add_evaluate, _add_generate, _add_export, _add_lm_eval):
         add(sub)
     sub.add_parser("configs", help="list the shipped configs", description="List the configs shipped with the package.")
+    d = sub.add_parser("data", help="where a built-in corpus is read from and its content hashes",
+                       description="Print where each named corpus is read from and the sha256 of every whole split as "
+                                   "loaded: the hashes that run records and report headers hold for a corpus used "
+                                   "whole (docs/reproduce.md), to check a copy of the data against them.")
+    d.add_argument("names", nargs="+", metavar="NAME", help="built-in corpus names, e.g. sotu chitchat")
     sub.add_parser("bench", help="attention/model benchmarks (see `synthesizer bench --help`)", add_help=False)
     sub.add_parser("compare", help="tables and plots comparing runs (see `synthesizer compare --help`)", add_help=False)
     return p
@@ -306,6 +311,18 @@ def cmd_lm_eval(args: argparse.Namespace) -> int:
     return lm_eval_main(args)
 
 
+def cmd_data(args: argparse.Namespace) -> int:
+    from .data import load_corpus
+    from .data.provenance import data_provenance
+
+    for name in args.names:
+        found = data_provenance(load_corpus(name))
+        print(f"{name}: {found['origin']}")
+        for split, v in found["splits"].items():
+            print(f"  {split:<5} {v['examples']:>7} examples  sha256 {v['sha256']}")
+    return 0
+
+
 def cmd_configs(args: argparse.Namespace) -> int:
     from .tasks.config import config_description, shipped_configs
 
@@ -327,7 +344,7 @@ def _forward(command: str, argv: list[str]) -> int:
 
 
 COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "generate": cmd_generate, "export": cmd_export,
-            "lm-eval": cmd_lm_eval, "configs": cmd_configs}
+            "lm-eval": cmd_lm_eval, "configs": cmd_configs, "data": cmd_data}
 
 
 def main(argv: list[str] | None = None) -> int:

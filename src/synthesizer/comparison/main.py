@@ -4,6 +4,7 @@
                         [--seeds N] [--out DIR] [--steps N] [--set key=value ...] [--jobs N --threads T] [--plan]
     synthesizer compare --render DIR [DIR ...] [--out DIR]
     synthesizer compare --time DIR
+    synthesizer compare --index DIR
 
 Runs live in ``OUT/runs/<task>-<data>/<kind>/seed<k>/``; finished ones are read back, interrupted ones
 resumed (:mod:`.run`); a folder whose runs other code trained takes no new ones without
@@ -23,6 +24,7 @@ import sys
 from pathlib import Path
 
 from ..report.presets import DEFAULT_KINDS, PRESETS, SIZES
+from ..report.index import write_index
 from ..report.results import load_results
 from ..runs.code import code_provenance
 from ..report.summary import render, write_and_print
@@ -69,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--time", metavar="DIR",
                    help="only time the kinds of the comparison in DIR one at a time at each task's shapes (what the "
                         "speed verdicts read), store the timing in its results.json and re-render its report")
+    p.add_argument("--index", metavar="DIR",
+                   help="rewrite the generated verdicts table of DIR/README.md (the results index) from the "
+                        "results.json of every standard-size comparison folder under DIR")
     p.add_argument("--allow-other-code", action="store_true",
                    help="add runs to a folder whose runs were trained by another version or commit of synthesizer "
                         "(refused by default: one table, one implementation)")
@@ -84,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     command = "synthesizer compare " + shlex.join(argv)
+    if args.index:
+        print(f"verdicts written into {write_index(args.index)}")
+        return 0
     if args.time:
         results = add_timings(load_results(args.time))
         results["rendered_by"] = code_provenance()

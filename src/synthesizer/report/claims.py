@@ -834,6 +834,8 @@ def _quality_checks(group: Group, rule: QualityRule, optional: bool) -> list[Che
 def _claim_checks(claim: Claim, group: Group) -> list[Check]:
     optional = claim.number == 7  # "each pure synthesizer trained"
     checks = [c for rule in claim.quality for c in _quality_checks(group, rule, optional and rule.judge is judge_beyond)]
+    if group.task == GLUE_TASK:  # an average of fine-tuned tasks has no model of its own: its tasks are timed
+        return checks
     for kind, ref in claim.fewer_params:
         checks.append(_missing(group, kind, ref) or _fewer_params_check(group, kind, ref))
     for kind, ref in claim.faster:

@@ -1,0 +1,69 @@
+"""The results index (docs/results/README.md): its verdicts table, written from the committed results.json files.
+
+The page keeps its prose by hand; the table between the markers below is generated (``synthesizer compare
+--index DIR`` rewrites it) and a test regenerates it, so a verdict edited by hand, or a report re-rendered
+without its index, fails the suite.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .claims import CLAIMS, evaluate_claims, verdict_label
+from .groups import build_groups
+from .results import FILENAME, load_results
+
+BEGIN = "<!-- verdicts: generated from each folder's results.json by `synthesizer compare --index`; do not edit -->"
+END = "<!-- end of the generated verdicts -->"
+JUDGED_SIZE = "standard"
+NOT_JUDGED = ("diagnostics",)  # built to probe content-based lookup, which no claim is about
+# the claims' short names in the table, by number
+SHORT = {1: "fixed random attention trains to a passable model",
+         2: "trained random and dense come close to vanilla (MT, LM)",
+         3: "factorized: a little worse, fewer parameters, faster",
+         4: "random+vanilla and dense+vanilla match or beat vanilla",
+         5: "random beats dynamic convolution (speed and perplexity)",
+         6: "factorized_random beats Linformer on encoding-only tasks",
+         7: "pure synthesizers fall behind on GLUE; random+vanilla best"}
+ORDER = ("lm", "mt", "summarization", "dialogue", "classification", "listops", "glue")
+
+
+def judged_folders(root: Path) -> list[Path]:
+    """The comparison folders under ``root`` judged in the table: ``standard`` size, not the diagnostics; in
+    ``ORDER``, then any others by name."""
+    found = [p.parent for p in sorted(root.glob(f"*/{FILENAME}")) if p.parent.name not in NOT_JUDGED]
+    found = [f for f in found if load_results(f).get("size") == JUDGED_SIZE]
+    return sorted(found, key=lambda f: (ORDER.index(f.name) if f.name in ORDER else len(ORDER), f.name))
+
+
+def verdict_table(root: Path) -> str:
+    """The markdown table of every claim's verdict label on every judged folder under ``root``."""
+    columns, cells = [], []
+    for folder in judged_folders(root):
+        results = load_results(folder)
+        seeds = len({int(r.get("seed", 0)) for r in results["runs"]})
+        columns.append(f"[{folder.name}]({folder.name}/report.md), {seeds} seeds")
+        verdicts = evaluate_claims(build_groups(results["runs"], results.get("timings")))
+        cells.append({v.number: verdict_label(v) for v in verdicts})
+    lines = ["| claim of the paper | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for claim in CLAIMS:
+        lines.append(f"| {claim.number}. {SHORT[claim.number]} | " + " | ".join(c[claim.number] for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def with_table(page: str, root: Path) -> str:
+    """``page`` with the text between ``BEGIN`` and ``END`` replaced by :func:`verdict_table`; ValueError
+    where the markers are missing."""
+    if BEGIN not in page or END not in page:
+        raise ValueError(f"the results index has no generated section: put {BEGIN!r} and {END!r} where it goes")
+    head, rest = page.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{verdict_table(root)}\n{END}{tail}"
+
+
+def write_index(root: str | Path, page: str = "README.md") -> Path:
+    """Rewrite the generated verdicts of ``root/page`` (the results index) from the folders under ``root``."""
+    root = Path(root)
+    path = root / page
+    path.write_text(with_table(path.read_text(encoding="utf-8"), root), encoding="utf-8")
+    return path

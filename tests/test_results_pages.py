@@ -1,0 +1,83 @@
+"""The pages that quote results quote the committed files: a stale or hand-edited number fails here.
+
+* docs/results/README.md: its verdicts table is generated from the results.json files (report/index.py) and must
+  equal a fresh generation; every quoted figure (a number with a decimal point or a percent sign) in a
+  paragraph or bullet must appear in the report.md of a comparison that paragraph links to (each report is
+  rendered from its results.json), and a paragraph that quotes figures must link one.
+* docs/benchmarks.md: every ratio it quotes ("1.23x") must appear in the committed benchmark tables it is
+  written from (docs/bench/results.md and the reports under docs/bench).
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from synthesizer.report.index import BEGIN, END, with_table
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
+INDEX = RESULTS / "README.md"
+FIGURE = re.compile(r"(?<![\w.])[+-]?\d[\d,]*(?:\.\d+)?%|(?<![\w.])[+-]?\d[\d,]*\.\d+(?![\w.])")
+RATIO = re.compile(r"(?<![\w.])\d+\.\d+x\b")
+REPORT_LINK = re.compile(r"\(([\w-]+)/report\.md\)")
+
+
+def _norm(figure: str) -> str:
+    return figure.replace("−", "-").lstrip("+")
+
+
+def blocks(text: str) -> list[str]:
+    """Paragraphs and bullets (a bullet with its continuation lines), the generated section left out."""
+    head, _, rest = text.partition(BEGIN)
+    text = head + rest.partition(END)[2]
+    out, current = [], []
+    for line in text.splitlines():
+        starts = line.startswith(("- ", "* ", "| ", "#")) or not line.strip()
+        if starts and current:
+            out.append("\n".join(current))
+            current = []
+        if line.strip():
+            current.append(line)
+    if current:
+        out.append("\n".join(current))
+    return out
+
+
+def test_the_verdicts_table_is_the_generated_one():
+    page = INDEX.read_text(encoding="utf-8")
+    assert with_table(page, RESULTS) == page, "re-run `synthesizer compare --index docs/results`"
+
+
+def unbacked(page: str, reports: dict[str, str]) -> list[str]:
+    """Each paragraph of ``page`` that quotes a figure no report it links holds (``reports``: report.md text by
+    folder name), or that quotes figures and links no report."""
+    reports = {k: v.replace("−", "-") for k, v in reports.items()}
+    wrong = []
+    for block in blocks(page):
+        figures = [_norm(f) for f in FIGURE.findall(block)]
+        if not figures:
+            continue
+        linked = [reports[name] for name in REPORT_LINK.findall(block) if name in reports]
+        if not linked:
+            wrong.append(f"quotes {figures[:3]} but links no report: {block[:80]!r}")
+            continue
+        missing = [f for f in figures if not any(f in text for text in linked)]
+        if missing:
+            wrong.append(f"{missing} not in {REPORT_LINK.findall(block)}: {block[:80]!r}")
+    return wrong
+
+
+def test_every_quoted_figure_is_in_a_report_the_paragraph_links():
+    reports = {p.parent.name: p.read_text(encoding="utf-8") for p in RESULTS.glob("*/report.md")}
+    wrong = unbacked(INDEX.read_text(encoding="utf-8"), reports)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_figure_changed_by_hand_is_caught():
+    reports = {"lm": "| dense+vanilla | 102.9 ± 3.6 | keeps 94% [92%, 96%] |"}
+    assert unbacked("- lm ([report](lm/report.md)): dense+vanilla 102.9, none keeps 94% [92%, 96%]", reports) == []
+    (found,) = unbacked("- lm ([report](lm/report.md)): dense+vanilla 102.8, none keeps 94%", reports)
+    assert "['102.8']" in found
+    (found,) = unbacked("Test perplexity 102.9 on lm.", reports)
+    assert "links no report" in found
