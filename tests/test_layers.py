@@ -22,7 +22,7 @@ ROOT = "synthesizer"
 # import between two units of one layer is as wrong as an upward one. ``synthesizer`` itself (the
 # package's __init__) is matched exactly, every other name by its longest prefix.
 #   - runs.files is the run folder's file names and plain readers/writers, runs.code the code a run is
-#     trained with: stdlib only, low enough that
+#     trained with, runs.lock a folder's lock: stdlib only, low enough that
 #     the experiment runner (tasks) and the training loop (log.jsonl) write them; the rest of runs/ (the
 #     planned run) sits above tasks. runs/__init__ imports nothing, so importing runs.files runs no more.
 #   - comparison plans and executes the runs (a process pool, or command lines for another scheduler) and
@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("synthesizer.training", "synthesizer.data"),
     ("synthesizer.models",),
     ("synthesizer.attention",),
-    ("synthesizer.errors", "synthesizer.runs.files", "synthesizer.runs.code"),
+    ("synthesizer.errors", "synthesizer.runs.files", "synthesizer.runs.code", "synthesizer.runs.lock"),
     ("synthesizer.extras",),
 ]
 
@@ -245,3 +245,29 @@ def test_the_report_trains_nothing():
             todo.append(target)
     wrong += sorted(name for name in reached if name.startswith(NOT_IN_REPORT_PROJECT))
     assert wrong == []
+
+
+# What report/ may import of the project's model side: the list of the paper's kinds, nothing that builds a
+# layer (presets, attention maps read from checkpoints and the machine's description live in comparison/).
+REPORT_MAY_IMPORT_OF_ATTENTION = ("synthesizer.attention.kinds",)
+NOT_IN_REPORT_MODEL_SIDE = ("torch", "synthesizer.models", "synthesizer.attention")
+
+
+def test_the_report_imports_no_torch_no_models_and_of_attention_only_the_kinds():
+    mods = module_files()
+    report = [name for name in mods if name == "synthesizer.report" or name.startswith("synthesizer.report.")]
+    wrong = []
+    for name in report:
+        package = name if mods[name][1] else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(mods[name][0].read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                targets = [".".join(base + ([node.module] if node.module else []))]
+            else:
+                continue
+            wrong += [f"{name} imports {t}" for t in targets
+                      if t.startswith(NOT_IN_REPORT_MODEL_SIDE) and t not in REPORT_MAY_IMPORT_OF_ATTENTION]
+    assert wrong == []
+

@@ -173,7 +173,7 @@ def test_state_dict_loads_across_spellings_with_each_weight_on_its_component(can
 
 
 def test_project_kind_names_are_canonical():
-    from synthesizer.report.presets import DEFAULT_KINDS
+    from synthesizer.comparison.presets import DEFAULT_KINDS
 
     for kind in DEFAULT_KINDS:
         assert "+".join(parse_kind(kind)) == kind

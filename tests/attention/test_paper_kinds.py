@@ -19,9 +19,10 @@ def test_paper_kinds_come_from_the_registry_in_the_papers_order():
 def test_every_default_list_is_the_papers():
     from synthesizer import demo
     from synthesizer.bench import decode, layer, model
-    from synthesizer.report import claims, presets
+    from synthesizer.comparison import presets
+    from synthesizer.report import claims, tables
 
-    assert presets.DEFAULT_KINDS == layer.DEFAULT_KINDS == demo.KINDS == PAPER_KINDS
+    assert presets.DEFAULT_KINDS == tables.DEFAULT_KINDS == layer.DEFAULT_KINDS == demo.KINDS == PAPER_KINDS
     assert model.MODEL_KINDS == PAPER_PURE
     assert decode.DECODE_KINDS[: len(PAPER_PURE)] == PAPER_PURE
     assert claims.PURE_SYNTHESIZERS == tuple(k for k in PAPER_PURE if k != "vanilla")

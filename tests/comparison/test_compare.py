@@ -21,7 +21,7 @@ from synthesizer.comparison import run_comparison
 from synthesizer.comparison.main import main
 from synthesizer.comparison.pace import Pace
 from synthesizer.comparison.plan import data_name
-from synthesizer.report.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
+from synthesizer.comparison.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
 from synthesizer.report.results import load_results
 from synthesizer.runs.files import window_speed
 from synthesizer.tasks.config import ExperimentConfig
@@ -453,7 +453,7 @@ def test_each_run_record_carries_its_data_provenance(tmp_path):
 
 
 def test_a_second_compare_on_the_same_folder_is_refused(tmp_path):
-    from tests.training.test_lock import hold_in_another_process
+    from tests.runs.test_lock import hold_in_another_process
 
     proc = hold_in_another_process(tmp_path)
     runner = FakeRunner()

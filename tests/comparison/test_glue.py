@@ -10,7 +10,7 @@ from synthesizer.report.claims import GLUE_DATA, GLUE_TASK, evaluate_claims
 from synthesizer.comparison import run_comparison
 from synthesizer.report.average import glue_average
 from synthesizer.report.summary import render
-from synthesizer.report.presets import PRESETS, task_overrides
+from synthesizer.comparison.presets import PRESETS, task_overrides
 from synthesizer.report.groups import build_groups
 from synthesizer.tasks.config import ExperimentConfig
 

@@ -6,7 +6,7 @@ from synthesizer.data.generated import GENERATED, generate_corpus
 from synthesizer.report import plots
 from synthesizer.comparison import run_comparison
 from synthesizer.report.lead import LEAD_FIGURE, LEAD_TABLE
-from synthesizer.report.presets import PRESETS, sized_tasks, task_overrides
+from synthesizer.comparison.presets import PRESETS, sized_tasks, task_overrides
 from synthesizer.report.results import load_results
 from synthesizer.tasks.config import ExperimentConfig
 

@@ -82,7 +82,7 @@ def test_heatmaps_of_real_models_name_each_stack_and_layer():
     from synthesizer.models.config import ModelConfig
     from synthesizer.models.lm import LanguageModel
     from synthesizer.models.seq2seq import EncoderDecoder
-    from synthesizer.report.attention_maps import attention_maps
+    from synthesizer.comparison.attention_maps import attention_maps
 
     cfg = dict(vocab_size=64, d_model=16, n_heads=2, n_layers=2, max_len=16, attention="dense")
     for model, layers in ((EncoderDecoder(ModelConfig(**cfg)), ("encoder layer 1", "encoder layer 2", "decoder layer 1",

@@ -21,7 +21,7 @@ import sys
 from synthesizer.report import render
 render([{fixture!r}], {out!r}, log=lambda line: None)
 print(sorted(m for m in sys.modules if m.startswith(("synthesizer.comparison", "synthesizer.tasks.experiment",
-                                                     "synthesizer.training.lock"))))
+                                                     "synthesizer.runs.lock"))))
 """
 
 

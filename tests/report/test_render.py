@@ -8,7 +8,7 @@ import torch
 from synthesizer.models.classifier import Classifier
 from synthesizer.models.config import ModelConfig
 from synthesizer.models.lm import LanguageModel
-from synthesizer.report.attention_maps import attention_maps
+from synthesizer.comparison.attention_maps import attention_maps
 from synthesizer.report.render import to_html, to_markdown, write_report
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")

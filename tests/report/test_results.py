@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from synthesizer.report.document import provenance_items
-from synthesizer.report.results import empty_results, merge_results, put_run
+from synthesizer.report.results import describe_code, empty_results, merge_results, put_run
 
 
 def record(seed, train_hash="aaa", tokenizer="ttt", origin="/data/lm/sotu (shared data folder)", code=None):
@@ -57,3 +57,10 @@ def test_the_header_names_the_code_and_the_data_of_every_task():
     assert items[1] == "rendered by: 0.3.0 at fedcba9 (modified)"
     assert items[2] == ("data `lm-sotu`: /data/lm/sotu (shared data folder); train 213 examples sha256 aaa, test 10 "
                         "examples sha256 bbb; tokenizer sha256 ttt")
+
+
+def test_the_code_is_described_by_version_commit_and_a_modified_tree():
+    assert describe_code({"version": "1.0", "commit": "0123456789abcdef", "modified": True}) == "1.0 at 0123456 (modified)"
+    assert describe_code({"version": "1.0", "commit": "0123456789abcdef", "modified": False}) == "1.0 at 0123456"
+    assert describe_code({"version": "1.0", "commit": None, "modified": None}) == "1.0 (not a git checkout)"
+    assert describe_code(None) == "not recorded"

@@ -261,7 +261,7 @@ def test_results_record_the_data_and_tokenizer_provenance(tmp_path):
 
 
 def test_a_run_folder_in_use_by_another_process_is_refused(tmp_path):
-    from tests.training.test_lock import hold_in_another_process
+    from tests.runs.test_lock import hold_in_another_process
 
     out = tmp_path / "run"
     proc = hold_in_another_process(out)

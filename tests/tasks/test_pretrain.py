@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from synthesizer.data.span_corruption import reconstruct, sentinel_tokens
-from synthesizer.report.presets import DEFAULT_KINDS
+from synthesizer.comparison.presets import DEFAULT_KINDS
 from synthesizer.tasks import experiment
 from synthesizer.tasks.config import ExperimentConfig
 from synthesizer.tasks.experiment import load_data, run_experiment

@@ -23,7 +23,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..report.presets import DEFAULT_KINDS, PRESETS, SIZES
+from .presets import DEFAULT_KINDS, PRESETS, SIZES
 from ..report.index import write_index
 from ..report.results import load_results
 from ..runs.code import code_provenance

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import check_out_dir, path_component, positive_int
-from ..report.presets import DEFAULT_KINDS, PresetTask, get_preset, sized_tasks, steps_overrides, task_overrides
-from ..report.tables import group_key
-from ..runs.code import code_provenance, describe
+from .presets import DEFAULT_KINDS, PresetTask, get_preset, sized_tasks, steps_overrides, task_overrides
+from ..runs.files import group_key
+from ..report.results import describe_code as describe
+from ..runs.code import code_provenance
 from ..runs.files import RESULT_FILE, read_result
 from ..runs.plan import PlannedRun
 

@@ -28,17 +28,19 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterator
 
-from ..report.attention_maps import run_attention_maps
+from .attention_maps import run_attention_maps
 from ..report.average import put_averages
 from ..report.results import FILENAME, load_or_empty_results, put_run, save_results
 from ..report.summary import write_and_print
-from ..report.tables import group_key
+from ..runs.files import group_key
 from ..runs.code import code_provenance
 from ..runs.files import DATA_FILE, LOG_FILE, read_json, window_speed
 from ..runs.plan import PlannedRun
-from ..training.lock import FolderLock
+from ..runs.lock import FolderLock
 from .execute import execute, failure, set_threads
 from .pace import Pace
+from .machine import machine_info
+from .presets import get_preset
 from .plan import Comparison, Options, Plan, check_same_code, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
 from .timing import add_timings
 from .progress import Warned, summary
@@ -114,9 +116,12 @@ class _Session:
     def open(cls, comparison: Comparison, options: Options, hooks: Hooks) -> "_Session":
         """The folder's results.json (or a new one) with this invocation's preset, size and command."""
         out = comparison.out
-        results = load_or_empty_results(out)
+        results = load_or_empty_results(out, machine_info())
         if comparison.preset not in results["presets"]:
             results["presets"].append(comparison.preset)
+        lead = get_preset(comparison.preset).lead
+        if lead:  # the report opens with these maps (report/lead.py): it reads them here, not from the presets
+            results["lead"] = [list(item) for item in lead]
         results["size"] = comparison.size
         if comparison.left_out:
             results.setdefault("left_out", {}).update(comparison.left_out)

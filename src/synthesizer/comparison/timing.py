@@ -35,7 +35,7 @@ from ..attention import registry
 from ..attention.factory import build_mixer
 from ..bench.timing import interleaved_medians
 from ..models import ModelConfig
-from ..report.tables import group_key
+from ..runs.files import group_key
 
 FACTORIZED = {"factorized_random": "random", "factorized_dense": "dense"}  # claim 3's pairs
 SAVING_LENGTHS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)

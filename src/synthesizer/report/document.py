@@ -11,8 +11,7 @@ from .lead import lead_blocks
 from .claims import (MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, USE_NOT_MEASURED, Verdict,
                      attention_notes, evaluate_claims, verdict_label)
 from .render import Block, write_report
-from ..runs.code import describe
-from .results import data_fingerprint, save_results
+from .results import data_fingerprint, describe_code, save_results
 from .groups import build_groups
 from .tables import Group, group_key, group_label, table_rows
 
@@ -36,13 +35,13 @@ def provenance_items(results: dict) -> list[str]:
     trained: dict[str, int] = {}
     for r in runs:
         code = r["provenance"].get("code")
-        name = f"synthesizer {describe(code)}" if code else "code not recorded (runs record it from 0.3.0.dev0 on)"
+        name = f"synthesizer {describe_code(code)}" if code else "code not recorded (runs record it from 0.3.0.dev0 on)"
         trained[name] = trained.get(name, 0) + 1
     items = []
     if trained:
         items.append("trained by: " + "; ".join(f"{name} ({n} runs)" for name, n in trained.items()))
     if results.get("rendered_by"):  # set by whoever renders (the comparison), which may run git; the report does not
-        items.append(f"rendered by: {describe(results['rendered_by'])}")
+        items.append(f"rendered by: {describe_code(results['rendered_by'])}")
     seen = set()
     for r in runs:
         key = group_key(r["task"], r["data"])

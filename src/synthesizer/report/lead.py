@@ -13,7 +13,6 @@ from pathlib import Path
 
 from . import plots
 from .claims import NONE_KIND
-from .presets import PRESETS, Preset
 from .render import Block
 from .tables import Group, group_label, table_rows
 
@@ -22,9 +21,11 @@ LEAD_TABLE = "demo-table.md"
 LEARNED_SHARE = 0.9  # of vanilla's score (higher-is-better metrics): "learned" needs at least this much
 
 
-def lead_preset(results: dict) -> Preset | None:
-    """The first preset of ``results`` that names a lead, or None."""
-    return next((PRESETS[p] for p in results.get("presets") or [] if p in PRESETS and PRESETS[p].lead), None)
+def lead_preset(results: dict) -> list[tuple[str, str, str]] | None:
+    """The lead of ``results``: its (corpus, kind, what it shows) pairs, which the comparison copies from its
+    preset into results.json (``"lead"``); None where it names none."""
+    lead = results.get("lead")
+    return [tuple(item) for item in lead] if lead else None
 
 
 def learned(group: Group, kind: str) -> bool | None:
@@ -57,13 +58,13 @@ def reading(groups: list[Group], labels: dict[str, str]) -> list[str]:
 def lead_blocks(results: dict, groups: list[Group], folder: Path, minutes) -> list[Block]:
     """The report's opening section (empty unless a preset of ``results`` names a lead); writes the picture
     ``LEAD_FIGURE`` and the table ``LEAD_TABLE`` into ``folder``. ``minutes``: the wall-time formatter."""
-    preset = lead_preset(results)
-    if preset is None:
+    lead = lead_preset(results)
+    if lead is None:
         return []
     labels = results.get("labels", {})
     by_data = {g.data: g for g in groups}
     panels, said = [], []
-    for data, kind, what in preset.lead:
+    for data, kind, what in lead:
         group = by_data.get(data)
         maps = (results.get("attention") or {}).get(group.key, {}).get(kind) if group else None
         if maps:
@@ -73,7 +74,7 @@ def lead_blocks(results: dict, groups: list[Group], folder: Path, minutes) -> li
     if plots.plot_attention_panels(panels, folder / LEAD_FIGURE) is not None:
         blocks.append(("img", LEAD_FIGURE, "Learned attention, per layer and head (query position down, key position "
                                            "across), best checkpoint of seed 0: " + "; ".join(said) + "."))
-    shown = [g for g in groups if g.data in {d for d, _, _ in preset.lead}] or groups
+    shown = [g for g in groups if g.data in {d for d, _, _ in lead}] or groups
     blocks.append(("list", reading(shown, labels)))
     _write_table(results, groups, folder / LEAD_TABLE, minutes)
     return blocks

@@ -17,21 +17,22 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 from pathlib import Path
 
 FORMAT = 1
 FILENAME = "results.json"
 
 
-def empty_results() -> dict:
-    return {"format": FORMAT, "presets": [], "size": None, "commands": [], "machine": machine_info(),
+def empty_results(machine: dict | None = None) -> dict:
+    """A results dict with no run; ``machine``: what the comparison runs on (comparison.machine.machine_info)."""
+    return {"format": FORMAT, "presets": [], "size": None, "commands": [], "machine": dict(machine or {}),
             "wall_time_s": 0.0, "sessions": [], "labels": {}, "runs": [], "attention": {}}
 
 
-def load_or_empty_results(folder: Path) -> dict:
-    """The results.json in ``folder`` (a comparison's --out), or a new, empty one where there is none yet."""
-    return load_results(folder) if (folder / FILENAME).exists() else empty_results()
+def load_or_empty_results(folder: Path, machine: dict | None = None) -> dict:
+    """The results.json in ``folder`` (a comparison's --out), or a new, empty one (on ``machine``) where there is
+    none yet."""
+    return load_results(folder) if (folder / FILENAME).exists() else empty_results(machine)
 
 
 def run_key(run: dict) -> tuple:
@@ -152,24 +153,14 @@ def merge_results(parts: list[dict]) -> dict:
     return merged
 
 
-def machine_info() -> dict:
-    """What the timings were measured on."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info = {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
-    try:
-        import torch
-
-        info["torch"] = torch.__version__
-        info["torch_threads"] = torch.get_num_threads()
-        if torch.cuda.is_available():
-            info["gpu"] = torch.cuda.get_device_name(0)
-    except ImportError:
-        pass
-    return info
+def describe_code(code: dict | None) -> str:
+    """``"0.3.0.dev0 at 7c7f068 (modified)"``; "not recorded" for runs made before the code was recorded
+    (runs.code.code_provenance records it)."""
+    if not code:
+        return "not recorded"
+    text = str(code.get("version") or "unknown version")
+    if code.get("commit"):
+        text += f" at {code['commit'][:7]}{' (modified)' if code.get('modified') else ''}"
+    else:
+        text += " (not a git checkout)"
+    return text

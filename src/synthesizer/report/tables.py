@@ -14,7 +14,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from .learning_facts import Learning
-from .presets import DEFAULT_KINDS
+from ..attention.kinds import PAPER_KINDS as DEFAULT_KINDS  # the rows' order: the paper's kinds first
+from ..runs.files import group_key
 
 # A variant "scored at chance" when it did no better than a trivial predictor:
 #   accuracy <= majority-class accuracy + 1 point; perplexity >= the unigram model's;
@@ -89,8 +90,6 @@ class Group:
         return asdict(self)
 
 
-def group_key(task: str, data: str) -> str:
-    return f"{task}-{data}"
 
 
 TASK_NAMES = {"lm": "language modelling", "classification": "classification", "regression": "regression",

@@ -50,15 +50,3 @@ def code_provenance() -> dict:
     status = _git("status", "--porcelain", "--untracked-files=no", "--", *TRACKED)
     return {"version": version, "commit": commit.strip() if commit else None,
             "modified": None if status is None else bool(status.strip())}
-
-
-def describe(code: dict | None) -> str:
-    """``"0.3.0.dev0 at 7c7f068 (modified)"``; "not recorded" for runs made before the code was recorded."""
-    if not code:
-        return "not recorded"
-    text = str(code.get("version") or "unknown version")
-    if code.get("commit"):
-        text += f" at {code['commit'][:7]}{' (modified)' if code.get('modified') else ''}"
-    else:
-        text += " (not a git checkout)"
-    return text

@@ -34,6 +34,14 @@ TOKENIZER_DIR = "tokenizer"
 WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
 STATE_NAME = "trainer_state.pt"
+
+
+def group_key(task: str, data: str) -> str:
+    """The group of a comparison's runs of one task and data, ``<task>-<data>``: the report's group and the
+    comparison's ``runs/`` sub-folder."""
+    return f"{task}-{data}"
+
+
 # The symlinks to checkpoint folders: the newest, the one before it, the best by validation metric.
 LAST, PREVIOUS, BEST = "last", "previous", "best"
 LINKS = (LAST, PREVIOUS, BEST)

@@ -57,7 +57,7 @@ from ..runs.files import (BEST, CONFIG_NAME, DATA_FILE, EXPERIMENT_FILE, LAST, L
 from ..training import distributed as dist
 from ..training.checkpoint import (CheckpointError, corrupt, finished_checkpoint, load_model_weights,
                                    resolve_checkpoint)
-from ..training.lock import FolderLock
+from ..runs.lock import FolderLock
 from ..training.loop import Diverged, Trainer, seed_everything
 from .answer_lm import AnswerLMTask
 from .base import Task

@@ -4,11 +4,11 @@ import time
 
 import pytest
 
-from synthesizer.training.lock import FolderBusy, FolderLock
+from synthesizer.runs.lock import FolderBusy, FolderLock
 
 HOLD = """
 import sys, time
-from synthesizer.training.lock import FolderLock
+from synthesizer.runs.lock import FolderLock
 with FolderLock(sys.argv[1]):
     print("held", flush=True)
     time.sleep(60)

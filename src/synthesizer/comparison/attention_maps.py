@@ -17,18 +17,10 @@ from torch import nn
 
 from ..attention import registry
 from ..attention.synthesizer import SynthesizerAttention
+from ..report.plots import layer_place
 
 SAMPLE_TEXT = ("The state of our union is strong, and the work of the people goes on. We will build new roads "
                "and schools, and we will keep faith with the men and women who serve this country.")
-
-
-def layer_place(name: str) -> tuple[str, int]:
-    """(stack, 0-based layer index) of a self-attention module's name: ``"decoder.1.attn"`` -> ("decoder", 1),
-    ``"blocks.0.attn"`` -> ("", 0) (a single stack: language model, classifier)."""
-    parts = name.split(".")
-    index = next((int(p) for p in parts if p.isdigit()), 0)
-    stack = next((p for p in parts if p in ("encoder", "decoder")), "")
-    return stack, index
 
 
 def synthesizer_layers(model: nn.Module) -> list[tuple[str, SynthesizerAttention]]:
