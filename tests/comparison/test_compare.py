@@ -598,3 +598,22 @@ def test_more_seeds_on_an_existing_folder_train_only_the_new_ones_and_rerender(t
     assert sorted((c[0], c[1]) for c in more.calls) == sorted((k, s) for k in ("vanilla", "random", "random+vanilla")
                                                               for s in (2, 3))
     assert len(results["runs"]) == 12 and rendered == [[0, 1], [0, 1, 2, 3]]
+
+
+def test_new_seeds_do_not_join_runs_of_other_code_unless_allowed(tmp_path):
+    import json
+
+    run(tmp_path, FakeRunner(), seeds=1)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    for record in saved["runs"]:  # as if another commit had trained them
+        record["provenance"] = {"data": {}, "code": {"version": "0.1", "commit": "0" * 40, "modified": False}}
+    (tmp_path / "results.json").write_text(json.dumps(saved))
+    for name in [p for p in (tmp_path / "runs").rglob("result.json")]:
+        name.unlink()  # their folders gone: only results.json holds them
+    with pytest.raises(ValueError, match=r"holds runs trained by other code \(0\.1 at 0000000: 3 run\(s\)\)"):
+        run(tmp_path, FakeRunner(), seeds=2)
+    runner = FakeRunner()
+    results, _ = run(tmp_path, runner, seeds=2, allow_other_code=True)
+    assert sorted(c[:3] for c in runner.calls) == sorted((k, 1, False) for k in ("vanilla", "random", "random+vanilla"))
+    # nothing new to add: the same command reads back and renders, whatever code trained the runs
+    run(tmp_path, FakeRunner(), seeds=2)

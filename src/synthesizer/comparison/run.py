@@ -30,7 +30,7 @@ from typing import Callable, Iterator
 
 from .attention_maps import run_attention_maps
 from ..report.average import put_averages
-from ..report.results import FILENAME, load_or_empty_results, put_run, save_results
+from ..report.results import FILENAME, load_or_empty_results, put_run, run_key, save_results
 from ..report.summary import write_and_print
 from ..runs.files import group_key
 from ..runs.code import code_provenance
@@ -41,7 +41,7 @@ from .execute import execute, failure, set_threads
 from .pace import Pace
 from .machine import machine_info
 from .presets import get_preset
-from .plan import Comparison, Options, Plan, check_same_code, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
+from .plan import Comparison, Options, Plan, check_same_code, from_pretrained, plan_runs, pretraining_runs, resolve
 from .timing import add_timings
 from .progress import Warned, summary
 
@@ -151,7 +151,9 @@ class _Session:
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         plan = plan_runs(self.comparison, self.results)
         plan.log_kept(self.comparison.out / FILENAME, self.log)
-        if any(not is_finished(run) for run in plan.runs) and not self.allow_other_code:
+        recorded = {run_key(r) for r in self.results["runs"] if "error" not in r}
+        joining = [run for run in plan.runs if (run.task, run.data, run.kind, run.seed) not in recorded]
+        if joining and not self.allow_other_code:  # trained here or found finished in their folders: new records
             check_same_code(self.results, self.comparison.out / FILENAME)
         try:
             finished = self._train(plan)
