@@ -15,9 +15,10 @@ Every run of one task and data in one file trained on the same data and tokenize
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
+
+from ..runs.files import write_json
 
 FORMAT = 1
 FILENAME = "results.json"
@@ -86,24 +87,13 @@ def _origin(run: dict) -> str:
     return ((run.get("provenance") or {}).get("data") or {}).get("origin") or "origin not recorded"
 
 
-def _clean(value):
-    """NaN/inf are not JSON: store them as None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 def save_results(results: dict, folder: str | os.PathLike) -> Path:
     """Write ``folder/results.json`` atomically."""
     path = Path(folder) / FILENAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{FILENAME}.tmp")
-    tmp.write_text(json.dumps(_clean(results), separators=(",", ":"), allow_nan=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, results, compact=True)
     return path
 
 

@@ -19,6 +19,7 @@ Standard library only, so every layer that writes or reads one of these files ca
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 from pathlib import Path
@@ -60,10 +61,24 @@ def is_hf_folder(path: str | os.PathLike) -> bool:
     return isinstance(data, dict) and data.get("model_type") == "synthesizer"
 
 
-def write_json(path: Path, data: dict) -> None:
-    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it, then renamed)."""
+def json_safe(value):
+    """``value`` with every NaN or infinity (not JSON) as None, at any depth: the one rule for what a run's or
+    a comparison's files store where a number is not finite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_json(path: Path, data: dict, *, compact: bool = False) -> None:
+    """Write ``data`` (through :func:`json_safe`) to ``path`` whole or not at all (a temporary file beside it,
+    then renamed); ``compact``: no indentation (results.json, which holds every curve and map)."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=True))
+    text = json.dumps(json_safe(data), allow_nan=False, **({"separators": (",", ":")} if compact else {"indent": 2}))
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -31,7 +31,6 @@ naming what differs. Without ``resume``, a folder holding a checkpoint is refuse
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ from ..data.span_corruption import sentinel_tokens
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
 from ..models import Classifier, EncoderDecoder, ModelConfig, build_model
 from ..runs.files import (BEST, CONFIG_NAME, DATA_FILE, EXPERIMENT_FILE, LAST, LOG_FILE, RESULT_FILE, STATE_NAME,
-                          TOKENIZER_DIR, read_log, write_json, write_labels)
+                          TOKENIZER_DIR, json_safe, read_log, write_json, write_labels)
 from ..training import distributed as dist
 from ..training.checkpoint import (CheckpointError, corrupt, finished_checkpoint, load_model_weights,
                                    resolve_checkpoint)
@@ -225,11 +224,6 @@ def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
         raise ValueError(f"{where}: model.max_len={mine.max_len} is longer than the pretrained model's "
                          f"{model.max_len}; set model.max_len to at most {model.max_len}")
     return Pretrained(run_dir, checkpoint, model, source)
-
-
-def _finite(metrics: dict) -> dict:
-    """JSON-friendly metrics: NaN/inf become None."""
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
 
 
 def _resumable(key: str) -> bool:
@@ -413,7 +407,7 @@ def _summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corp
     kind = cfg.attention
     return {
         "task": cfg.task, "data": corpus.name, "attention": kind, "seed": cfg.seed, "config": cfg.to_dict(),
-        "test_metrics": _finite(test_metrics), "valid_metrics": _finite(valid_metrics),
+        "test_metrics": json_safe(test_metrics), "valid_metrics": json_safe(valid_metrics),
         "baselines": task.baselines("test"),
         "primary_metric": task.primary_metric, "higher_is_better": task.higher_is_better,
         "curve": log["curve"], "mixture_weights": log["mixture_weights"], "components": components_of(kind),
@@ -478,4 +472,4 @@ def evaluate_model(model: nn.Module, tokenizer: Tokenizer, cfg: ExperimentConfig
     if split not in ("valid", "test"):
         raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
     task = task_class(cfg)(cfg, load_data(cfg), tokenizer)
-    return _finite(task.metrics(model, split))
+    return json_safe(task.metrics(model, split))
