@@ -128,6 +128,7 @@ class Check:
     brief: str = ""           # the text without the numbers' details, for one-line summaries ("" = text)
     key: str = ""             # the group it checks ("" = none in particular): the attention gate applies by it
     unchecked: str = ""       # why its task's use of attention is not checked ("no `none` trained"): provisional
+    learning: str = ""        # "provisional: vanilla still learning ...": its text starts with it (report.learning)
 
 
 @dataclass
@@ -334,9 +335,9 @@ def _show(row: Row, group: Group, scale: Scale | None = None) -> str:
 def quality_gap(group: Group, row: Row, ref: Row, scale: Scale) -> Gap | None:
     """Loss of ``row`` against ``ref`` on the kept-share scale; None if either has no metric and did not diverge."""
     if row.metric_mean is None or ref.metric_mean is None:
-        if row.status.startswith("diverged") and ref.metric_mean is not None:
+        if row.diverged and ref.metric_mean is not None:
             return Gap(math.inf, math.inf, math.inf, f"{row.kind} diverged, {ref.kind} {_show(ref, group, scale)}")
-        if ref.status.startswith("diverged") and row.metric_mean is not None:
+        if ref.diverged and row.metric_mean is not None:
             return Gap(-math.inf, -math.inf, -math.inf, f"{ref.kind} diverged, {row.kind} {_show(row, group, scale)}")
         return None
     value = scale.share(statistics.fmean(_phis(ref, scale).values())) - scale.share(statistics.fmean(_phis(row, scale).values()))
@@ -360,7 +361,7 @@ def slowdown(row: Row, ref: Row) -> Gap | None:
 
 
 def _scored_at_chance(row: Row | None) -> bool:
-    return row is not None and row.status.startswith("at chance")
+    return row is not None and row.at_chance
 
 
 def _missing(group: Group, *kinds: str) -> Check | None:
@@ -372,7 +373,7 @@ def _missing(group: Group, *kinds: str) -> Check | None:
     if len(kinds) > 1 and all(_scored_at_chance(group.row(k)) for k in kinds):
         return Check(CANNOT_TELL, f"{group.key}: {' and '.join(kinds)} {'both' if len(kinds) == 2 else 'all'} score at "
                                   f"chance ({group.chance.get('why', '')})", key=group.key)
-    no_metric = [k for k in kinds if group.row(k).metric_mean is None and not group.row(k).status.startswith("diverged")]
+    no_metric = [k for k in kinds if group.row(k).metric_mean is None and not group.row(k).diverged]
     if no_metric:
         return Check(CANNOT_TELL, f"{group.key}: no metric for {', '.join(no_metric)} ({group.row(no_metric[0]).status})",
                      key=group.key)
@@ -412,7 +413,7 @@ def _gap_check(group: Group, kind: str, ref: str, threshold: float, what: str, j
     if floor:  # a pass that a model without attention earns too says nothing about attention
         return Check(CANNOT_TELL, f"{group.key}: {floor}; {text.removeprefix(f'{group.key}: ')}",
                      f"{group.key}: {floor}", group.key)
-    return Check(verdict, text, brief, group.key)
+    return Check(verdict, text, brief, group.key, learning=provisional)
 
 
 def no_attention_passes(group: Group, ref: str, threshold: float) -> str:
@@ -510,13 +511,12 @@ def flag_unused_attention(group: Group) -> None:
     for row in group.rows:
         if uses_attention(group, row.kind) is not False:
             continue
-        note = NO_ATTENTION_USE
-        if measured(attention_use_gap(group, row.kind)):
-            row.ignores_attention = True
-        else:
-            note = USE_NOT_MEASURED
-        if note not in row.status:
-            row.status = f"{row.status}; {note}"
+        if row.attention_note:  # flagged already
+            continue
+        measured_gap = measured(attention_use_gap(group, row.kind))
+        row.ignores_attention = measured_gap
+        row.attention_note = NO_ATTENTION_USE if measured_gap else USE_NOT_MEASURED
+        row.status = f"{row.status}; {row.attention_note}"
 
 
 # ----------------------------------------------------------------------------- attention's contribution
@@ -647,7 +647,7 @@ def gate_check(check: Check, group: Group, gate: tuple[bool | None, str, str] | 
         return check
     brief = (check.brief or check.text).removeprefix(f"{group.key}: ")
     # one "provisional:" first, naming every reason (the learning facts' own come after)
-    if rest.startswith("provisional: "):
+    if check.learning:
         text = f"{reason}, and {rest.removeprefix('provisional: ')}"
         brief = f"provisional: {short}, {brief.removeprefix('provisional: ')}"
     else:

@@ -34,9 +34,9 @@ def learned(group: Group, kind: str) -> bool | None:
     if row is None or row.metric_mean is None:
         return None
     if kind == NONE_KIND:
-        return not row.status.startswith("at chance") and ref is not None and ref.metric_mean is not None \
+        return not row.at_chance and ref is not None and ref.metric_mean is not None \
             and row.metric_mean >= LEARNED_SHARE * ref.metric_mean
-    if row.ignores_attention or row.status.startswith("at chance"):
+    if row.ignores_attention or row.at_chance:
         return False
     if ref is None or ref.metric_mean is None or not group.higher_is_better:
         return True

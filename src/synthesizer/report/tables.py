@@ -43,7 +43,7 @@ class Row:
     kind: str
     seeds: list[int]
     n_ok: int                       # seeds whose metric counts (trained, did not diverge)
-    status: str                     # "ok", "at chance", "diverged", "failed" (+ "k/n seeds" when mixed)
+    status: str                     # "ok", "at chance", "diverged", "failed" (+ "k/n seeds" when mixed): shown, never parsed
     metric_mean: float | None
     metric_std: float | None        # sample std over seeds (None with one seed)
     other_metrics: dict = field(default_factory=dict)   # name -> mean over ok seeds
@@ -66,6 +66,9 @@ class Row:
     per_example: list[dict | None] = field(default_factory=list)  # each record's "per_example" (None: absent)
     baselines: dict = field(default_factory=dict)  # trivial predictors' test scores (the records' "baselines")
     ignores_attention: bool = False  # not clearly better than the group's `none` row (claims.flag_unused_attention)
+    attention_note: str = ""         # that flag's words in the status, or "use of attention not measured"
+    at_chance: bool = False         # its seeds' mean scored no better than the trivial predictor (status "at chance")
+    diverged: bool = False          # no seed counts and some diverged: counted as infinitely worse (status "diverged")
     kept: Share | None = None             # share of vanilla's gain over the trivial predictor (claims.put_shares)
     attention_share: Share | None = None  # share of vanilla's gain over `none`: what its attention adds
 
@@ -184,6 +187,7 @@ def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -
     else:
         status = "no metric"
     return Row(kind=kind, seeds=[r.get("seed", 0) for r in runs], n_ok=len(ok), status=status,
+               at_chance=bool(ok) and at_chance(mean, chance, higher), diverged=not ok and bool(diverged),
                metric_mean=mean, metric_std=std, other_metrics=other_metrics,
                params_total=params.get("total"), params_attention=attention_params(params),
                tokens_per_s=speed, tokens_per_s_std=speed_std, train_time_s=time,
