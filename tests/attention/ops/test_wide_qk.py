@@ -1,0 +1,115 @@
+"""The wide_qk kernel (q, k wider than v) against the materialised reference, block by block; the
+layer on it against the reference path in every gradient, mixture weights included."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from synthesizer.attention import SynthesizerAttention
+from synthesizer.attention.dispatch import applicable_paths
+from synthesizer.attention.ops import reference, wide_qk
+from synthesizer.attention.ops.wide_qk import _WideQKAttention, wide_qk_attention
+from tests.attention.test_fastpaths import assert_grads_close
+from tests.helpers import rel_err
+from tests.tolerances import LAYER
+
+B, H, DQK, DV = 3, 2, 9, 4
+
+
+def inputs(n: int, dtype=torch.float32) -> tuple[torch.Tensor, ...]:
+    torch.manual_seed(0)
+    q = torch.randn(B, H, n, DQK, dtype=dtype, requires_grad=True)
+    k = torch.randn(B, H, n, DQK, dtype=dtype, requires_grad=True)
+    v = torch.randn(B, H, n, DV, dtype=dtype, requires_grad=True)
+    return q, k, v
+
+
+def padding(n: int) -> torch.Tensor:
+    """Example 0 unpadded, example 1 padded at the end, example 2 fully padded."""
+    mask = torch.zeros(B, n, dtype=torch.bool)
+    mask[1, n - 7 :] = True
+    mask[2] = True
+    return mask
+
+
+def reference_attention(q, k, v, pad, causal):
+    return reference.probabilities(q @ k.transpose(-1, -2), pad, causal) @ v
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 16 query rows, so that n = 37 takes three blocks (the last one partial)."""
+    monkeypatch.setattr(wide_qk, "BLOCK_ELEMENTS", 1)
+    assert wide_qk._block_rows(B, H, 37) == 16
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+@pytest.mark.parametrize("blocks", ["one", "several"])
+def test_matches_reference_forward_and_gradients(monkeypatch, causal, padded, blocks):
+    if blocks == "several":
+        monkeypatch.setattr(wide_qk, "BLOCK_ELEMENTS", 1)
+    n = 37
+    q, k, v = inputs(n)
+    pad = padding(n) if padded else None
+    grad = torch.randn(B, H, n, DV)
+    got = wide_qk_attention(q, k, v, pad, causal)
+    want = reference_attention(q, k, v, pad, causal)
+    assert rel_err(got, want) <= LAYER.rtol
+    got_grads = torch.autograd.grad(got, (q, k, v), grad)
+    want_grads = torch.autograd.grad(want, (q, k, v), grad)
+    for name, g, w in zip(("q", "k", "v"), got_grads, want_grads):
+        assert rel_err(g, w) <= LAYER.rtol, name
+    if padded:  # the fully padded example: zero rows, no NaN
+        assert torch.equal(got[2], torch.zeros_like(got[2]))
+        assert all(torch.isfinite(g).all() for g in got_grads)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward_with_dropout_is_the_gradient_of_its_forward(small_blocks, causal):
+    """One seed gives the same dropout mask in forward and backward: gradcheck in float64."""
+    q, k, v = inputs(37, torch.float64)
+    pad = padding(37)
+    fn = lambda a, b, c: _WideQKAttention.apply(a, b, c, pad, causal, 0.3, 1234)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (q, k, v), atol=1e-6)
+    assert not torch.allclose(fn(q, k, v), reference_attention(q, k, v, pad, causal))  # dropout really applied
+
+
+def test_applies_to_mixtures_of_feature_components_only():
+    for kind in ("dense+vanilla", "factorized_random+vanilla", "factorized_random+dense",
+                 "factorized_random+dense+vanilla"):
+        assert "wide_qk" in applicable_paths(tuple(kind.split("+"))), kind
+    for kind in ("vanilla", "dense", "random+vanilla", "factorized_dense+vanilla"):
+        assert "wide_qk" not in applicable_paths(tuple(kind.split("+"))), kind
+    # a candidate: ``auto`` keeps the fused kernel
+    assert SynthesizerAttention(16, H, 8, "dense+vanilla").path == "fused"
+    assert SynthesizerAttention(16, H, 8, "dense+vanilla", impl="wide_qk").path == "wide_qk"
+
+
+@pytest.mark.parametrize("kind", ["dense+vanilla", "factorized_random+dense+vanilla"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("mix_per_head", [False, True])
+def test_layer_matches_reference_in_every_gradient(small_blocks, kind, causal, mix_per_head):
+    """Output, input gradient and every parameter's gradient (the mixture logits alpha, per head or
+    not, and dense's per-head W2, b2) against impl="reference", over several blocks, with padding."""
+    n, d = 37, 16
+    torch.manual_seed(1)
+    options = {"mix_per_head": mix_per_head, "dense_per_head": mix_per_head}
+    ref = SynthesizerAttention(d, H, 40, kind, causal, impl="reference", **options)
+    with torch.no_grad():
+        ref.alpha.normal_()
+    fast = SynthesizerAttention(d, H, 40, kind, causal, impl="wide_qk", **options)
+    fast.load_state_dict(ref.state_dict())
+    x = torch.randn(B, n, d)
+    pad = padding(n)
+    grad = torch.randn(B, n, d)
+    results = []
+    for layer in (fast, ref):
+        xg = x.clone().requires_grad_(True)
+        out = layer(xg, pad)
+        (out * grad).sum().backward()
+        results.append((out.detach(), {"x": xg.grad, **{k: p.grad for k, p in layer.named_parameters()}}))
+    (out_f, grads_f), (out_r, grads_r) = results
+    assert rel_err(out_f, out_r) <= LAYER.rtol
+    assert_grads_close(grads_f, grads_r, f"{kind}, causal={causal}")
