@@ -37,19 +37,29 @@ def reference_attention(q, k, v, pad, causal):
     return reference.probabilities(q @ k.transpose(-1, -2), pad, causal) @ v
 
 
+def use_blocks(monkeypatch, blocks: str) -> None:
+    """"one": one block per call (small n); "rows": blocks of 16 query rows of one (example, head) pair,
+    so that n = 37 takes three blocks per pair (the last one partial), causal or not; "pairs" (not
+    causal): whole matrices of two pairs at a time, three blocks for the B * H = 6 pairs."""
+    if blocks == "one":
+        return
+    monkeypatch.setattr(wide_qk, "CAUSAL_ROWS", 16)
+    monkeypatch.setattr(wide_qk, "BLOCK_ELEMENTS", 1 if blocks == "rows" else 2 * 37 * 37)
+    want = [(0, 1, 0, 16), (0, 1, 16, 32), (0, 1, 32, 37)] if blocks == "rows" else [(0, 2, 0, 37), (2, 4, 0, 37)]
+    assert wide_qk._blocks(B * H, 37, 37, causal=False)[:3 if blocks == "rows" else 2] == want
+    assert wide_qk._blocks(B * H, 37, 37, causal=True)[:2] == [(0, 1, 0, 16), (0, 1, 16, 32)]
+
+
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Blocks of 16 query rows, so that n = 37 takes three blocks (the last one partial)."""
-    monkeypatch.setattr(wide_qk, "BLOCK_ELEMENTS", 1)
-    assert wide_qk._block_rows(B, H, 37) == 16
+    use_blocks(monkeypatch, "rows")
 
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("padded", [False, True])
-@pytest.mark.parametrize("blocks", ["one", "several"])
+@pytest.mark.parametrize("blocks", ["one", "rows", "pairs"])
 def test_matches_reference_forward_and_gradients(monkeypatch, causal, padded, blocks):
-    if blocks == "several":
-        monkeypatch.setattr(wide_qk, "BLOCK_ELEMENTS", 1)
+    use_blocks(monkeypatch, blocks)
     n = 37
     q, k, v = inputs(n)
     pad = padding(n) if padded else None

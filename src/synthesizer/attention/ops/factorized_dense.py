@@ -51,16 +51,23 @@ def applies(components) -> bool:
     return len(components) == 1 and components[0].name == "factorized_dense"
 
 
-def _blocks(pairs: int, t: int, n: int, causal: bool) -> list[tuple[int, int, int, int]]:
-    """(c0, c1, s, e): pairs c0..c1-1 of the flattened (example, head) axis, rows s..e-1. Either whole
-    matrices (s, e = 0, t) of several pairs or rows of one pair, so that every block of a (B*H, t, d)
-    tensor is one contiguous piece: no copy of a block's factors or gradients, and whole matrices
-    where they fit, which keeps the number of kernel calls low."""
-    per = BLOCK_ELEMENTS // max(1, t * n)
+def pair_blocks(pairs: int, t: int, n: int, causal: bool, *, elements: int,
+                causal_rows: int) -> list[tuple[int, int, int, int]]:
+    """(c0, c1, s, e): pairs c0..c1-1 of the flattened (example, head) axis, rows s..e-1, of about
+    ``elements`` logits (t rows against n keys). Either whole matrices (s, e = 0, t) of several pairs
+    or rows of one pair (``causal_rows`` when causal), so that every block of a (B*H, t, d) tensor is
+    one contiguous piece: no copy of a block's operands or gradients, and whole matrices where they
+    fit, which keeps the number of kernel calls low."""
+    per = elements // max(1, t * n)
     if not causal and per >= 1:
         return [(c, min(c + per, pairs), 0, t) for c in range(0, pairs, per)]
-    rows = min(t, CAUSAL_ROWS) if causal else max(16, BLOCK_ELEMENTS // max(1, n))
+    rows = min(t, causal_rows) if causal else max(16, elements // max(1, n))
     return [(c, c + 1, s, min(s + rows, t)) for c in range(pairs) for s in range(0, t, rows)]
+
+
+def _blocks(pairs: int, t: int, n: int, causal: bool) -> list[tuple[int, int, int, int]]:
+    """This kernel's blocks (``pair_blocks`` at its sizes)."""
+    return pair_blocks(pairs, t, n, causal, elements=BLOCK_ELEMENTS, causal_rows=CAUSAL_ROWS)
 
 
 def _block_logits(pa: Tensor, pb: Tensor, padding: Tensor | None, causal: bool, s: int, m: int) -> Tensor:
