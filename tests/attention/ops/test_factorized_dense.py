@@ -118,3 +118,9 @@ def test_training_reaches_the_kernel(monkeypatch, family):
     pad[1, 9:] = True
     model(ids, pad).float().sum().backward()
     assert calls == ["factorized_dense", "factorized_dense"]
+
+
+def test_under_autocast_matches_the_reference_path():
+    from tests.attention.ops.test_wide_qk import check_autocast_against_reference
+
+    check_autocast_against_reference("factorized_dense", "factorized_dense")

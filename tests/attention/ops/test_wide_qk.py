@@ -123,3 +123,29 @@ def test_layer_matches_reference_in_every_gradient(small_blocks, kind, causal, m
     (out_f, grads_f), (out_r, grads_r) = results
     assert rel_err(out_f, out_r) <= LAYER.rtol
     assert_grads_close(grads_f, grads_r, f"{kind}, causal={causal}")
+
+
+def check_autocast_against_reference(kind: str, impl: str) -> None:
+    """Under bfloat16 autocast the layer on ``impl`` gives the reference path's output and input
+    gradient within bfloat16 rounding, the gradient in the input's dtype."""
+    torch.manual_seed(0)
+    ref = SynthesizerAttention(16, H, 16, kind, causal=True, impl="reference")
+    fast = SynthesizerAttention(16, H, 16, kind, causal=True, impl=impl)
+    fast.load_state_dict(ref.state_dict())
+    x = torch.randn(B, 12, 16)
+    results = []
+    for layer in (fast, ref):
+        xg = x.clone().requires_grad_(True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = layer(xg, padding(12))
+        out.float().sum().backward()
+        results.append((out.float(), xg.grad))
+    (out_f, dx_f), (out_r, dx_r) = results
+    assert dx_f.dtype == torch.float32
+    assert rel_err(out_f, out_r) <= 4e-2 and rel_err(dx_f, dx_r) <= 4e-2  # bfloat16: eps 7.8e-3
+
+
+def test_under_autocast_matches_the_reference_path():
+    """q, k and v of different dtypes under autocast (dense's k is its float32 key matrix): the kernel
+    computes in autocast's dtype and hands each input its gradient in that input's dtype."""
+    check_autocast_against_reference("dense+vanilla", "wide_qk")

@@ -32,7 +32,7 @@ from torch import Tensor
 
 from ..masks import MASKED, causal_mask
 from .blockwise import _dropout_keep
-from .scores import Scores
+from .scores import Scores, kernel_dtype
 
 NAME = "factorized_dense"
 NEEDS = "features"
@@ -128,52 +128,60 @@ def _block_inputs(c0: int, c1: int, s: int, e: int, pa: Tensor, pb: Tensor, padd
 class _FactorizedDenseAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, pa, pb, v, padding, causal, n, dropout, seed):
-        bsz, h, t, _ = pa.shape
-        pa_f, pb_f, v_f = _pairs(pa), _pairs(pb), _pairs(v)
-        pad_f, empty_f = _pair_masks(padding, h, causal)
-        out = v_f.new_empty(bsz * h, t, v.shape[-1])
-        for c0, c1, s, e in _blocks(bsz * h, t, n, causal):
-            m = _keys_seen(causal, e, n)
-            probs = _block_probs(*_block_inputs(c0, c1, s, e, pa_f, pb_f, pad_f, empty_f), causal, s, m)
-            if dropout > 0:
-                probs *= _dropout_keep(probs.shape, dropout, seed + c0 * t + s, pa.device).to(probs.dtype)
-            # out= a contiguous piece of the output (see _blocks): no copy, one call fewer per block.
-            torch.bmm(probs, v_f[c0:c1, :m], out=out[c0:c1, s:e])
-        ctx.save_for_backward(pa_f, pb_f, v_f, pad_f, empty_f, out)
-        ctx.causal, ctx.n, ctx.dropout, ctx.seed, ctx.shape = causal, n, dropout, seed, (bsz, h)
-        return out.view(bsz, h, t, -1)
+        # One dtype throughout (autocast's where it is on: the factors and v may differ), autocast off
+        # inside: every product and pass of both directions then runs in it; gradients go back cast.
+        dtype = kernel_dtype(v)
+        ctx.dtypes = (pa.dtype, pb.dtype, v.dtype)
+        pa, pb, v = pa.to(dtype), pb.to(dtype), v.to(dtype)
+        with torch.autocast(v.device.type, enabled=False):
+            bsz, h, t, _ = pa.shape
+            pa_f, pb_f, v_f = _pairs(pa), _pairs(pb), _pairs(v)
+            pad_f, empty_f = _pair_masks(padding, h, causal)
+            out = v_f.new_empty(bsz * h, t, v.shape[-1])
+            for c0, c1, s, e in _blocks(bsz * h, t, n, causal):
+                m = _keys_seen(causal, e, n)
+                probs = _block_probs(*_block_inputs(c0, c1, s, e, pa_f, pb_f, pad_f, empty_f), causal, s, m)
+                if dropout > 0:
+                    probs *= _dropout_keep(probs.shape, dropout, seed + c0 * t + s, pa.device).to(probs.dtype)
+                # out= a contiguous piece of the output (see _blocks): no copy, one call fewer per block.
+                torch.bmm(probs, v_f[c0:c1, :m], out=out[c0:c1, s:e])
+            ctx.save_for_backward(pa_f, pb_f, v_f, pad_f, empty_f, out)
+            ctx.causal, ctx.n, ctx.dropout, ctx.seed, ctx.shape = causal, n, dropout, seed, (bsz, h)
+            return out.view(bsz, h, t, -1)
 
     @staticmethod
     def backward(ctx, grad_out):
-        pa, pb, v, padding, empty, out = ctx.saved_tensors
-        causal, n, dropout, seed = ctx.causal, ctx.n, ctx.dropout, ctx.seed
-        pairs, t, _ = pa.shape
-        go_f = _pairs(grad_out)
-        # delta = rowsum(P * dP) (dropout included) from the output, once: each block's logit gradient
-        # is then P * (dP - delta) in two in-place passes (softmax's own backward reduces the block again).
-        delta = (go_f * out).sum(-1, keepdim=True)
-        dpa, dpb = torch.empty_like(pa), torch.empty_like(pb)
-        # dv accumulated transposed, (B*H, dv, n): go^T P beats P^T go on CPU (docs/bench/kernels.md);
-        # v transposed once, so that dO v^T takes a contiguous operand.
-        dv_t = v.new_zeros(pairs, v.shape[-1], n)
-        v_t = v.transpose(-1, -2).contiguous()
-        for c0, c1, s, e in _blocks(pairs, t, n, causal):
-            m = _keys_seen(causal, e, n)
-            pa_blk, pb_blk, pad_blk, empty_blk = _block_inputs(c0, c1, s, e, pa, pb, padding, empty)
-            probs = _block_probs(pa_blk, pb_blk, pad_blk, empty_blk, causal, s, m)
-            go = go_f[c0:c1, s:e]
-            dlogits = torch.bmm(go, v_t[c0:c1, :, :m])  # dP
-            if dropout > 0:
-                keep = _dropout_keep(probs.shape, dropout, seed + c0 * t + s, pa.device).to(probs.dtype)
-                dv_t[c0:c1, :, :m].baddbmm_(go.transpose(-1, -2), probs * keep)
-                dlogits *= keep
-            else:
-                dv_t[c0:c1, :, :m].baddbmm_(go.transpose(-1, -2), probs)
-            dlogits.sub_(delta[c0:c1, s:e]).mul_(probs)
-            _factor_grads(dlogits, pa_blk, pb_blk, dpa[c0:c1, s:e], dpb[c0:c1, s:e])
-        bsz, h = ctx.shape
-        dv = dv_t.view(bsz, h, -1, n).transpose(-1, -2)
-        return dpa.view(bsz, h, t, -1), dpb.view(bsz, h, t, -1), dv, None, None, None, None, None
+        with torch.autocast(grad_out.device.type, enabled=False):
+            pa, pb, v, padding, empty, out = ctx.saved_tensors
+            causal, n, dropout, seed = ctx.causal, ctx.n, ctx.dropout, ctx.seed
+            pairs, t, _ = pa.shape
+            go_f = _pairs(grad_out.to(v.dtype))
+            # delta = rowsum(P * dP) (dropout included) from the output, once: each block's logit gradient
+            # is then P * (dP - delta) in two in-place passes (softmax's own backward reduces the block again).
+            delta = (go_f * out).sum(-1, keepdim=True)
+            dpa, dpb = torch.empty_like(pa), torch.empty_like(pb)
+            # dv accumulated transposed, (B*H, dv, n): go^T P beats P^T go on CPU (docs/bench/kernels.md);
+            # v transposed once, so that dO v^T takes a contiguous operand.
+            dv_t = v.new_zeros(pairs, v.shape[-1], n)
+            v_t = v.transpose(-1, -2).contiguous()
+            for c0, c1, s, e in _blocks(pairs, t, n, causal):
+                m = _keys_seen(causal, e, n)
+                pa_blk, pb_blk, pad_blk, empty_blk = _block_inputs(c0, c1, s, e, pa, pb, padding, empty)
+                probs = _block_probs(pa_blk, pb_blk, pad_blk, empty_blk, causal, s, m)
+                go = go_f[c0:c1, s:e]
+                dlogits = torch.bmm(go, v_t[c0:c1, :, :m])  # dP
+                if dropout > 0:
+                    keep = _dropout_keep(probs.shape, dropout, seed + c0 * t + s, pa.device).to(probs.dtype)
+                    dv_t[c0:c1, :, :m].baddbmm_(go.transpose(-1, -2), probs * keep)
+                    dlogits *= keep
+                else:
+                    dv_t[c0:c1, :, :m].baddbmm_(go.transpose(-1, -2), probs)
+                dlogits.sub_(delta[c0:c1, s:e]).mul_(probs)
+                _factor_grads(dlogits, pa_blk, pb_blk, dpa[c0:c1, s:e], dpb[c0:c1, s:e])
+            bsz, h = ctx.shape
+            dv = dv_t.view(bsz, h, -1, n).transpose(-1, -2)
+            grads = (dpa.view(bsz, h, t, -1), dpb.view(bsz, h, t, -1), dv)
+            return (*(g.to(d) for g, d in zip(grads, ctx.dtypes)), None, None, None, None, None)
 
 
 def _factor_grads(dlogits: Tensor, pa: Tensor, pb: Tensor, dpa: Tensor, dpb: Tensor) -> None:

@@ -35,7 +35,7 @@ from ..forms import FEATURES
 from ..masks import MASKED, causal_mask
 from .blockwise import _dropout_keep
 from .factorized_dense import pair_blocks
-from .scores import Scores
+from .scores import Scores, kernel_dtype
 
 NAME = "wide_qk"
 NEEDS = "features"
@@ -149,22 +149,30 @@ def _pair_masks(padding: Tensor | None, heads: int, causal: bool) -> tuple[Tenso
 class _WideQKAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, padding, causal, dropout, seed):
-        b, h, n, _ = q.shape
-        q_f, k_f, v_f = _pairs(q), _pairs(k), _pairs(v)
-        pad_f, empty_f = _pair_masks(padding, h, causal)
-        out = wide_forward(q_f, k_f.transpose(-1, -2).contiguous(), v_f, pad_f, empty_f, causal,
-                           dropout=dropout, seed=seed)
-        ctx.save_for_backward(q_f, k_f, v_f, pad_f, empty_f, out)
-        ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
-        return out.view(b, h, n, -1)
+        # One dtype throughout (autocast's where it is on: q, k and v may differ, dense's k being its
+        # float32 key matrix), autocast off inside; gradients go back cast to each input's dtype.
+        dtype = kernel_dtype(v)
+        ctx.dtypes = (q.dtype, k.dtype, v.dtype)
+        q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+        with torch.autocast(v.device.type, enabled=False):
+            b, h, n, _ = q.shape
+            q_f, k_f, v_f = _pairs(q), _pairs(k), _pairs(v)
+            pad_f, empty_f = _pair_masks(padding, h, causal)
+            out = wide_forward(q_f, k_f.transpose(-1, -2).contiguous(), v_f, pad_f, empty_f, causal,
+                               dropout=dropout, seed=seed)
+            ctx.save_for_backward(q_f, k_f, v_f, pad_f, empty_f, out)
+            ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
+            return out.view(b, h, n, -1)
 
     @staticmethod
     def backward(ctx, grad_out):
-        q, k, v, padding, empty, out = ctx.saved_tensors
-        b, h, n, _ = grad_out.shape
-        dq, dk, dv = wide_backward(q, k, v, out, _pairs(grad_out), padding=padding, empty=empty,
-                                   causal=ctx.causal, dropout=ctx.dropout, seed=ctx.seed)
-        return dq.view(b, h, n, -1), dk.view(b, h, n, -1), dv.view(b, h, n, -1), None, None, None, None
+        with torch.autocast(grad_out.device.type, enabled=False):
+            q, k, v, padding, empty, out = ctx.saved_tensors
+            b, h, n, _ = grad_out.shape
+            dq, dk, dv = wide_backward(q, k, v, out, _pairs(grad_out.to(v.dtype)), padding=padding, empty=empty,
+                                       causal=ctx.causal, dropout=ctx.dropout, seed=ctx.seed)
+            grads = (dq.view(b, h, n, -1), dk.view(b, h, n, -1), dv.view(b, h, n, -1))
+            return (*(g.to(d) for g, d in zip(grads, ctx.dtypes)), None, None, None, None)
 
 
 def wide_qk_attention(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None = None, causal: bool = False, *,
