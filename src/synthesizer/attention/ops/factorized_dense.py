@@ -61,7 +61,7 @@ def pair_blocks(pairs: int, t: int, n: int, causal: bool, *, elements: int,
     per = elements // max(1, t * n)
     if not causal and per >= 1:
         return [(c, min(c + per, pairs), 0, t) for c in range(0, pairs, per)]
-    rows = min(t, causal_rows) if causal else max(16, elements // max(1, n))
+    rows = max(1, min(t, causal_rows)) if causal else max(16, elements // max(1, n))
     return [(c, c + 1, s, min(s + rows, t)) for c in range(pairs) for s in range(0, t, rows)]
 
 
@@ -107,7 +107,7 @@ def _block_probs(pa: Tensor, pb: Tensor, padding: Tensor | None, empty: Tensor |
 
 def _pairs(t: Tensor) -> Tensor:
     """(B, H, n, d) -> (B*H, n, d), contiguous: every block is then one piece of it."""
-    return t.reshape(-1, *t.shape[2:]).contiguous()
+    return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:]).contiguous()  # no -1: B or n may be 0
 
 
 def _pair_masks(padding: Tensor | None, heads: int, causal: bool) -> tuple[Tensor | None, Tensor | None]:
@@ -147,7 +147,7 @@ class _FactorizedDenseAttention(torch.autograd.Function):
                 torch.bmm(probs, v_f[c0:c1, :m], out=out[c0:c1, s:e])
             ctx.save_for_backward(pa_f, pb_f, v_f, pad_f, empty_f, out)
             ctx.causal, ctx.n, ctx.dropout, ctx.seed, ctx.shape = causal, n, dropout, seed, (bsz, h)
-            return out.view(bsz, h, t, -1)
+            return out.view(bsz, h, t, out.shape[-1])
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -179,8 +179,8 @@ class _FactorizedDenseAttention(torch.autograd.Function):
                 dlogits.sub_(delta[c0:c1, s:e]).mul_(probs)
                 _factor_grads(dlogits, pa_blk, pb_blk, dpa[c0:c1, s:e], dpb[c0:c1, s:e])
             bsz, h = ctx.shape
-            dv = dv_t.view(bsz, h, -1, n).transpose(-1, -2)
-            grads = (dpa.view(bsz, h, t, -1), dpb.view(bsz, h, t, -1), dv)
+            dv = dv_t.view(bsz, h, v.shape[-1], n).transpose(-1, -2)
+            grads = (dpa.view(bsz, h, t, pa.shape[-1]), dpb.view(bsz, h, t, pb.shape[-1]), dv)
             return (*(g.to(d) for g, d in zip(grads, ctx.dtypes)), None, None, None, None, None)
 
 

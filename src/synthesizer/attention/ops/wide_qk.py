@@ -59,7 +59,7 @@ def _blocks(pairs: int, t: int, n: int, causal: bool) -> list[tuple[int, int, in
 
 def _pairs(t: Tensor) -> Tensor:
     """(B, H, n, d) -> (B*H, n, d), contiguous: every block is then one piece of it."""
-    return t.reshape(-1, *t.shape[2:]).contiguous()
+    return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:]).contiguous()  # no -1: B or n may be 0
 
 
 def _block_probs(q: Tensor, k_t: Tensor, padding: Tensor | None, empty: Tensor | None, causal: bool,
@@ -162,7 +162,7 @@ class _WideQKAttention(torch.autograd.Function):
                                dropout=dropout, seed=seed)
             ctx.save_for_backward(q_f, k_f, v_f, pad_f, empty_f, out)
             ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
-            return out.view(b, h, n, -1)
+            return out.view(b, h, n, out.shape[-1])
 
     @staticmethod
     def backward(ctx, grad_out):
@@ -171,7 +171,7 @@ class _WideQKAttention(torch.autograd.Function):
             b, h, n, _ = grad_out.shape
             dq, dk, dv = wide_backward(q, k, v, out, _pairs(grad_out.to(v.dtype)), padding=padding, empty=empty,
                                        causal=ctx.causal, dropout=ctx.dropout, seed=ctx.seed)
-            grads = (dq.view(b, h, n, -1), dk.view(b, h, n, -1), dv.view(b, h, n, -1))
+            grads = tuple(g.view(b, h, n, g.shape[-1]) for g in (dq, dk, dv))
             return (*(g.to(d) for g, d in zip(grads, ctx.dtypes)), None, None, None, None)
 
 
