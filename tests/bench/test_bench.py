@@ -112,6 +112,9 @@ def test_layer_names_candidates_and_causal():
     assert "linformer" not in names and "linformer_pypi" not in names and names[-1] == "lightconv"
     plain = layer_names(["random+vanilla"], ["linformer"], causal=False, candidates=False)
     assert plain == ["sdpa", "random+vanilla", "linformer"]
+    # a mixture of feature components: its candidate kernel beside the default, not every path
+    assert layer_names(["dense+vanilla", "dense"], [], causal=False) == ["sdpa", "dense+vanilla",
+                                                                       "dense+vanilla [wide_qk]", "dense"]
 
 
 def test_interleaved_medians_round_robin_and_stats():

@@ -5,7 +5,11 @@ d_model 512, 8 heads, seq 1024; the figures are in docs/bench/kernels.md, reprod
 ``python -m synthesizer.bench attention``):
 - input-independent components only: ``shared`` (one softmax per head, one matmul for the batch);
 - dot products of features only (dense, factorized_random, vanilla and their mixtures): ``fused``
-  (one scaled_dot_product_attention call over concatenated features) beats ``blockwise``;
+  (one scaled_dot_product_attention call over concatenated features) beats ``blockwise``. For the
+  mixtures, ``wide_qk`` (our blocked kernel that runs the products with v at v's width instead of
+  q's, a fifth fewer multiply-adds for dense+vanilla) is ranked after it: in the measurements so
+  far it did not beat the fused call (docs/bench/kernels.md, "wide_qk"), so ``auto`` keeps ``fused``
+  and the benchmark times ``wide_qk`` beside it;
 - features mixed with a batch-shared bias (random): ``fused_bias`` (the fused kernel's forward with
   ``w * R`` as a float mask, then one blockwise backward pass, one example at a time, for dq, dk, dv
   and the gradients of R and the mixture weights together; see ``ops/fused_bias``) beats
@@ -31,6 +35,7 @@ backward, in training with dropout too. That choice is not yet backed by a measu
 |---|---|---|
 | input-independent components only | shared / shared | shared / shared |
 | dot products of features only | fused / fused | fused / fused |
+| (their mixtures: candidate) | wide_qk | wide_qk |
 | features + a batch-shared bias (random mixtures) | fused_bias / blockwise | sdpa_bias / sdpa_bias |
 | factorized_dense alone | factorized_dense | factorized_dense |
 | anything else | reference | reference |
@@ -55,19 +60,20 @@ from types import ModuleType
 import torch
 
 from . import registry
-from .ops import blockwise, factorized_dense, flex_bias, fused, fused_bias, reference, sdpa_bias, shared, triton_bias
+from .ops import (blockwise, factorized_dense, flex_bias, fused, fused_bias, reference, sdpa_bias, shared, triton_bias,
+                  wide_qk)
 
 # Every kernel by path name.
-KERNELS: dict[str, ModuleType] = {k.NAME: k for k in (shared, fused, fused_bias, blockwise, sdpa_bias,
+KERNELS: dict[str, ModuleType] = {k.NAME: k for k in (shared, wide_qk, fused, fused_bias, blockwise, sdpa_bias,
                                                      factorized_dense, reference, triton_bias, flex_bias)}
 # The CPU ranking above; the first that applies is the default.
-CPU_RANKING = ("shared", "fused", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", "reference")
+CPU_RANKING = ("shared", "fused", "wide_qk", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", "reference")
 # The ranking on CUDA devices (see above); every other device type takes the CPU one. Today's
 # choice, not yet measured on a GPU: the place to put ``triton`` or ``flex`` once a GPU has timed them.
-CUDA_RANKING = ("shared", "fused", "sdpa_bias", "fused_bias", "blockwise", "factorized_dense", "reference")
+CUDA_RANKING = ("shared", "fused", "wide_qk", "sdpa_bias", "fused_bias", "blockwise", "factorized_dense", "reference")
 # Paths that run only when asked for by name (``impl=``), on any device.
 OPT_IN = ("triton", "flex")
-IMPLS = ("auto", "reference", "shared", "fused", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", *OPT_IN)
+IMPLS = ("auto", "reference", "shared", "fused", "wide_qk", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", *OPT_IN)
 
 
 def ranking(device: torch.device | None = None) -> tuple[str, ...]:

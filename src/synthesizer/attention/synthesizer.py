@@ -44,8 +44,8 @@ class SynthesizerAttention(nn.Module):
         dense_per_head: one ``W2, b2`` per head for ``dense``. (These three go to every component's
         factory that takes them.) mix_per_head: one alpha per head.
         impl: ``"auto"`` (the dispatcher picks a fast path) or ``"reference"``; the fast path names
-            ``"shared"``, ``"fused"``, ``"fused_bias"``, ``"blockwise"``, ``"sdpa_bias"``,
-            ``"factorized_dense"`` force one where it applies, and so do the opt-in GPU paths
+            ``"shared"``, ``"fused"``, ``"wide_qk"``, ``"fused_bias"``, ``"blockwise"``,
+            ``"sdpa_bias"``, ``"factorized_dense"`` force one where it applies, and so do the opt-in GPU paths
             ``"triton"`` (needs triton; see docs/gpu.md) and ``"flex"`` (FlexAttention, torch >= 2.6).
             ``path`` says which one a forward pass in the layer's current mode and device runs.
     Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding.

@@ -83,11 +83,17 @@ def layer_path(layer: nn.Module) -> str:
     return getattr(layer, "path", "baseline")
 
 
+# Paths that ``impl="auto"`` ranks after another one for the kinds they apply to, timed beside it
+# (``candidates``): the mixtures of feature components on ``wide_qk`` as well as on ``fused``.
+CANDIDATE_PATHS = ("wide_qk",)
+
+
 def layer_names(kinds: list[str], baselines: list[str], causal: bool, candidates: bool = True) -> list[str]:
-    """``sdpa``, each kind (plus one row per candidate path of kinds that mix ``random`` with dot
-    products, so that the dispatcher's choice can be checked against the measurement when
-    ``candidates``), then the baselines; encoder-only ones are left out when ``causal``.
-    Raises ValueError on an unknown kind or baseline before anything is timed."""
+    """``sdpa``, each kind (plus, when ``candidates``, one row per candidate path of kinds that mix
+    ``random`` with dot products, and one per path of ``CANDIDATE_PATHS`` that applies, so that the
+    dispatcher's choice can be checked against the measurement), then the baselines; encoder-only
+    ones are left out when ``causal``. Raises ValueError on an unknown kind or baseline before
+    anything is timed."""
     allowed = (*BASELINES, PYPI_LINFORMER)
     names = ["sdpa"]
     for text in kinds:
@@ -98,6 +104,8 @@ def layer_names(kinds: list[str], baselines: list[str], causal: bool, candidates
         paths = applicable_paths(kind)
         if candidates and "fused_bias" in paths:
             names += [f"{kind} [{path}]" for path in paths[1:]]
+        elif candidates:
+            names += [f"{kind} [{path}]" for path in paths[1:] if path in CANDIDATE_PATHS]
     for name in baselines:
         if name not in allowed:
             raise ValueError(f"unknown baseline {name!r}; allowed: {', '.join(allowed)}")

@@ -35,11 +35,17 @@ def reference_attention(pa, pb, v, pad, causal):
     return reference.probabilities(logits, pad, causal) @ v
 
 
-@pytest.fixture
-def small_blocks(monkeypatch):
-    """Blocks of 16 query rows, so that n = 37 or 40 takes three blocks (the last one partial)."""
-    monkeypatch.setattr(factorized_dense, "BLOCK_ELEMENTS", 1)
-    assert factorized_dense._block_size(B, H, 40) == 16
+@pytest.fixture(params=["rows", "pairs"])
+def small_blocks(request, monkeypatch):
+    """Several blocks per call: of 16 query rows of one (example, head) pair, so that n = 37 or 40 takes
+    three blocks per pair (the last one partial), causal or not; or (not causal) whole matrices of
+    two pairs at a time, three blocks for the B * H = 6 pairs."""
+    monkeypatch.setattr(factorized_dense, "CAUSAL_ROWS", 16)
+    monkeypatch.setattr(factorized_dense, "BLOCK_ELEMENTS", 1 if request.param == "rows" else 2 * 40 * 40)
+    blocks = factorized_dense._blocks(B * H, 40, 40, causal=False)
+    assert blocks[:3] == ([(0, 1, 0, 16), (0, 1, 16, 32), (0, 1, 32, 40)] if request.param == "rows"
+                          else [(0, 2, 0, 40), (2, 4, 0, 40), (4, 6, 0, 40)])
+    assert factorized_dense._blocks(B * H, 40, 40, causal=True)[:2] == [(0, 1, 0, 16), (0, 1, 16, 32)]
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -91,3 +97,30 @@ def test_layer_takes_the_kernel_and_keeps_no_attention_matrix():
         layer(x, padding(n))
     big = [s for s in saved if s[-2:] == (n, n)]
     assert not big, f"factorized_dense saves {big}"
+
+
+@pytest.mark.parametrize("family", ["lm", "classifier"])
+def test_training_reaches_the_kernel(monkeypatch, family):
+    """A model training with dropout runs every factorized_dense layer on this kernel, never the
+    reference path, in forward and backward."""
+    from synthesizer.models import ModelConfig, build_model
+
+    calls = []
+    for kernel in (factorized_dense, reference):
+        monkeypatch.setattr(kernel, "attend", lambda *a, _k=kernel, _f=kernel.attend, **kw: calls.append(_k.NAME)
+                            or _f(*a, **kw))
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_size=50, d_model=16, n_heads=2, n_layers=2, max_len=16, dropout=0.1,
+                         attention="factorized_dense", **({"n_classes": 3} if family == "classifier" else {}))
+    model = build_model(family, config).train()
+    ids = torch.randint(3, 50, (3, 12))
+    pad = torch.zeros(3, 12, dtype=torch.bool)
+    pad[1, 9:] = True
+    model(ids, pad).float().sum().backward()
+    assert calls == ["factorized_dense", "factorized_dense"]
+
+
+def test_under_autocast_matches_the_reference_path():
+    from tests.attention.ops.test_wide_qk import check_autocast_against_reference
+
+    check_autocast_against_reference("factorized_dense", "factorized_dense")

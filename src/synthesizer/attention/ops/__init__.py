@@ -10,7 +10,8 @@ Every kernel module has
 * ``attend(scores, v, padding, causal, dropout, training) -> (B, H, t, d_v)`` with v (B, H, n, d_v)
   and padding (B, n) bool (True = padding) or None.
 
-``reference`` materialises the logits and is what every fast kernel is tested against. ``sdpa_bias``
+``reference`` materialises the logits and is what every fast kernel is tested against. ``wide_qk``
+computes the mixtures ``fused`` does, with q, k wider than v (a candidate, see ``dispatch``). ``sdpa_bias``
 computes the layers ``fused_bias`` does, on any device (the default on CUDA, see ``dispatch``);
 ``triton_bias`` and ``flex_bias`` are opt-in GPU paths for them (docs/gpu.md).
 """

@@ -8,6 +8,7 @@ runs alike, so the padded form stays. (A two-pass form cannot be exact: the soft
 split.) Width 129 costs no more than 128 (moving b2 out of the features, e.g. as per-key weights
 exp(b2) carried in v's padding, would not pay); the kernel takes one head size for q, k and v, so
 dense's constant feature cannot be dropped without dropping b2. Figures: docs/bench/kernels.md.
+``wide_qk`` computes the same mixtures with v at its own width, in our own blocks (a candidate).
 """
 
 from __future__ import annotations

@@ -1,0 +1,189 @@
+"""``wide_qk``: dot-product logits wider than the values (dense+vanilla: q, k of 2 d_h + 1 features,
+v of d_h), in blocks, with no padding of v and no (B, H, n, n) tensor.
+
+The ``fused`` kernel takes one head size for q, k and v, so a mixture of feature components runs
+its ``P V`` and every product of its backward that involves v at q's width (twice vanilla's for
+dense+vanilla). Here each product runs at its own width: ``q k^T``, ``dS k`` and ``dS^T q`` at q's,
+``P V``, ``dO V^T`` and ``P^T dO`` at v's. Multiply-adds per (example, head) and pair of
+positions: forward ``d_qk + d_v``, backward ``3 d_qk + 2 d_v`` (the logits recomputed, then dP,
+dv, dq, dk), against ``2 d_qk`` and ``5 d_qk`` for the fused kernel at the padded width. What that
+leaves, in multiply-adds and bytes, and how it measured against ``fused``: docs/bench/kernels.md
+("wide_qk"). It is a candidate path (``impl="wide_qk"``), ranked after ``fused``.
+
+The (example, head) pairs are flattened and processed in blocks of ``BLOCK_ELEMENTS`` logits laid
+out as factorized_dense's (``pair_blocks``: whole matrices of several pairs, or rows of one pair),
+so that every block of an input, output or gradient is one contiguous piece. Per block, forward: the
+logits, the masks, one softmax, ``P V``; backward: the probabilities again (a recomputed softmax
+rather than ``exp(S - lse)``: one fused softmax is the cheaper pass on CPU), ``dP = dO V^T``,
+``dS = P * (dP - delta)`` with ``delta = rowsum(dO * O)`` computed once from the output (two
+in-place passes), ``dq = dS k``, and dv and dk accumulated transposed (``dO^T P`` and ``q^T dS``,
+whose outputs are contiguous rows of length n). k and v are transposed once per call, so that
+``q k^T`` and ``dO v^T`` take contiguous operands.
+
+Masks: key padding and the causal diagonal block are written into the block's logits (-inf);
+causal blocks only see keys up to their last row; rows with no key to attend to give zeros, as in
+the reference. Dropout: the keep mask of ``blockwise`` (one seed per block, the same in forward
+and backward).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ..forms import FEATURES
+from ..masks import MASKED, causal_mask
+from .blockwise import _dropout_keep
+from .factorized_dense import pair_blocks
+from .scores import Scores, kernel_dtype
+
+NAME = "wide_qk"
+NEEDS = "features"
+
+# Logits per block (16 MiB in float32): four whole (n, n) matrices at seq 1024, or rows of one
+# (example, head) pair (see factorized_dense.pair_blocks). Chosen by timing 2^20 to 2^22
+# (docs/bench/kernels.md, "wide_qk").
+BLOCK_ELEMENTS = 1 << 22
+# Rows per block of one pair when causal: blocks see only the keys up to their last row.
+CAUSAL_ROWS = 256
+
+
+def applies(components) -> bool:
+    """A mixture of feature components (dense+vanilla, factorized_random+vanilla, ...)."""
+    return len(components) > 1 and all(c.form == FEATURES for c in components)
+
+
+def _blocks(pairs: int, t: int, n: int, causal: bool) -> list[tuple[int, int, int, int]]:
+    return pair_blocks(pairs, t, n, causal, elements=BLOCK_ELEMENTS, causal_rows=CAUSAL_ROWS)
+
+
+def _pairs(t: Tensor) -> Tensor:
+    """(B, H, n, d) -> (B*H, n, d), contiguous: every block is then one piece of it."""
+    return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:]).contiguous()  # no -1: B or n may be 0
+
+
+def _block_probs(q: Tensor, k_t: Tensor, padding: Tensor | None, empty: Tensor | None, causal: bool,
+                 s: int) -> Tensor:
+    """softmax(mask(q k^T)) (c, t, m) of a block: ``q`` (c, t, d_qk) its rows s..s+t-1, ``k_t`` (c, d_qk, m)
+    the keys they may see, transposed and contiguous; ``padding`` (c, n) and ``empty`` (c, t, 1) (rows
+    without a key, which give zeros) or None."""
+    logits = torch.bmm(q, k_t)
+    t, m = logits.shape[-2:]
+    if causal:
+        logits.masked_fill_(causal_mask(t, m, q.device, start=s), MASKED)
+    if padding is not None:
+        logits.masked_fill_(padding[:, None, :m], MASKED)
+    # Skipping the fills when no row is empty saves two passes; a compiled graph cannot branch on
+    # the data, so there the fills always run (a no-op on rows with keys).
+    if empty is None or (not torch.compiler.is_compiling() and not empty.any()):
+        return torch.softmax(logits, dim=-1)
+    return torch.softmax(logits.masked_fill_(empty, 0.0), dim=-1).masked_fill_(empty, 0.0)
+
+
+def _keep(shape: torch.Size, dropout: float, seed: int, like: Tensor) -> Tensor | None:
+    """The dropout keep mask (scaled by 1/(1-p)) of a block, or None without dropout."""
+    if dropout <= 0:
+        return None
+    return _dropout_keep(shape, dropout, seed, like.device).to(like.dtype)
+
+
+def wide_forward(q: Tensor, k_t: Tensor, v: Tensor, padding: Tensor | None, empty: Tensor | None,
+                 causal: bool, *, dropout: float = 0.0, seed: int = 0) -> Tensor:
+    """``dropout(softmax(mask(q k^T))) v`` (B*H, n, d_v) from q (B*H, n, d_qk), k transposed (B*H, d_qk, n),
+    v (B*H, n, d_v), the padding (B*H, n) and empty rows (B*H, n, 1) of every pair, or None."""
+    pairs, n, _ = q.shape
+    out = v.new_empty(pairs, n, v.shape[-1])
+    for c0, c1, s, e in _blocks(pairs, n, n, causal):
+        m = e if causal else n
+        probs = _block_probs(q[c0:c1, s:e], k_t[c0:c1, :, :m], None if padding is None else padding[c0:c1],
+                             None if empty is None else empty[c0:c1, s:e], causal, s)
+        keep = _keep(probs.shape, dropout, seed + c0 * n + s, q)
+        if keep is not None:
+            probs *= keep
+        # out= a contiguous piece of the output (see pair_blocks): no copy, one call fewer per block.
+        torch.bmm(probs, v[c0:c1, :m], out=out[c0:c1, s:e])
+    return out
+
+
+def wide_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor, *, padding: Tensor | None,
+                  empty: Tensor | None, causal: bool, dropout: float = 0.0, seed: int = 0
+                  ) -> tuple[Tensor, Tensor, Tensor]:
+    """dq, dk (B*H, n, d_qk) and dv (B*H, n, d_v), one pass over the forward's blocks (inputs as in
+    ``wide_forward``, k and v untransposed, ``out`` the forward's output)."""
+    pairs, n, d_qk = q.shape
+    # delta = rowsum(P * dP) (dropout included) from the output, once: each block's logit gradient
+    # is then P * (dP - delta) in two in-place passes (softmax's own backward reduces the block again).
+    delta = (grad_out * out).sum(-1, keepdim=True)
+    dq = torch.empty_like(q)
+    # Transposed accumulators: their products write contiguous rows of length n.
+    dk_t, dv_t = q.new_zeros(pairs, d_qk, n), v.new_zeros(pairs, v.shape[-1], n)
+    k_t, v_t = k.transpose(-1, -2).contiguous(), v.transpose(-1, -2).contiguous()
+    for c0, c1, s, e in _blocks(pairs, n, n, causal):
+        m = e if causal else n
+        q_blk, go = q[c0:c1, s:e], grad_out[c0:c1, s:e]
+        probs = _block_probs(q_blk, k_t[c0:c1, :, :m], None if padding is None else padding[c0:c1],
+                             None if empty is None else empty[c0:c1, s:e], causal, s)
+        dlogits = torch.bmm(go, v_t[c0:c1, :, :m])  # dP
+        keep = _keep(probs.shape, dropout, seed + c0 * n + s, q)
+        if keep is None:
+            dv_t[c0:c1, :, :m].baddbmm_(go.transpose(-1, -2), probs)
+        else:
+            dv_t[c0:c1, :, :m].baddbmm_(go.transpose(-1, -2), probs * keep)
+            dlogits *= keep
+        dlogits.sub_(delta[c0:c1, s:e]).mul_(probs)
+        torch.bmm(dlogits, k[c0:c1, :m], out=dq[c0:c1, s:e])
+        dk_t[c0:c1, :, :m].baddbmm_(q_blk.transpose(-1, -2), dlogits)
+    return dq, dk_t.transpose(-1, -2), dv_t.transpose(-1, -2)
+
+
+def _pair_masks(padding: Tensor | None, heads: int, causal: bool) -> tuple[Tensor | None, Tensor | None]:
+    """Key padding (B, n) repeated for each head, (B*H, n), and its empty rows (B*H, n, 1) (no real key
+    to attend to: all keys padded, or, when causal, all keys up to the row's own); or None, None."""
+    if padding is None:
+        return None, None
+    per_pair = padding.repeat_interleave(heads, dim=0)
+    empty = per_pair.cumprod(-1).bool() if causal else per_pair.all(-1, keepdim=True).expand_as(per_pair)
+    return per_pair, empty.unsqueeze(-1)
+
+
+class _WideQKAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, padding, causal, dropout, seed):
+        # One dtype throughout (autocast's where it is on: q, k and v may differ, dense's k being its
+        # float32 key matrix), autocast off inside; gradients go back cast to each input's dtype.
+        dtype = kernel_dtype(v)
+        ctx.dtypes = (q.dtype, k.dtype, v.dtype)
+        q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+        with torch.autocast(v.device.type, enabled=False):
+            b, h, n, _ = q.shape
+            q_f, k_f, v_f = _pairs(q), _pairs(k), _pairs(v)
+            pad_f, empty_f = _pair_masks(padding, h, causal)
+            out = wide_forward(q_f, k_f.transpose(-1, -2).contiguous(), v_f, pad_f, empty_f, causal,
+                               dropout=dropout, seed=seed)
+            ctx.save_for_backward(q_f, k_f, v_f, pad_f, empty_f, out)
+            ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
+            return out.view(b, h, n, out.shape[-1])
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        with torch.autocast(grad_out.device.type, enabled=False):
+            q, k, v, padding, empty, out = ctx.saved_tensors
+            b, h, n, _ = grad_out.shape
+            dq, dk, dv = wide_backward(q, k, v, out, _pairs(grad_out.to(v.dtype)), padding=padding, empty=empty,
+                                       causal=ctx.causal, dropout=ctx.dropout, seed=ctx.seed)
+            grads = tuple(g.view(b, h, n, g.shape[-1]) for g in (dq, dk, dv))
+            return (*(g.to(d) for g, d in zip(grads, ctx.dtypes)), None, None, None, None)
+
+
+def wide_qk_attention(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None = None, causal: bool = False, *,
+                      dropout: float = 0.0, training: bool = False) -> Tensor:
+    """q, k (B, H, n, d_qk); v (B, H, n, d_v); padding (B, n) bool, True = pad. Returns (B, H, n, d_v):
+    ``dropout(softmax(mask(q k^T))) v``, unscaled."""
+    p = dropout if training else 0.0
+    seed = int(torch.randint(0, 2**62, (1,)).item()) if p > 0 else 0
+    return _WideQKAttention.apply(q, k, v, padding, causal, p, seed)
+
+
+def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
+    """q, k (B, H, n, d_qk) of ``scores`` (the features' weight folded into q); v (B, H, n, d_v) -> (B, H, n, d_v)."""
+    return wide_qk_attention(scores.weighted_q(), scores.k, v, padding, causal, dropout=dropout, training=training)
