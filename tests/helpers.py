@@ -15,3 +15,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def three_paddings(n: int) -> torch.Tensor:
+    """A (3, n) key padding mask: example 0 unpadded, example 1 padded at the end, example 2 fully padded."""
+    mask = torch.zeros(3, n, dtype=torch.bool)
+    mask[1, n - 7 :] = True
+    mask[2] = True
+    return mask

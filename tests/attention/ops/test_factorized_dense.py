@@ -9,6 +9,7 @@ from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.ops import factorized_dense, reference
 from synthesizer.attention.ops.factorized_dense import _FactorizedDenseAttention, factorized_dense_attention
 from tests.tolerances import LAYER
+from tests.helpers import three_paddings
 
 B, H, A, BB = 3, 2, 5, 8  # a * b = 40 = max_len
 
@@ -22,11 +23,7 @@ def factors(n: int, dtype=torch.float32) -> tuple[torch.Tensor, ...]:
 
 
 def padding(n: int) -> torch.Tensor:
-    """Example 0 unpadded, example 1 padded at the end, example 2 fully padded."""
-    mask = torch.zeros(B, n, dtype=torch.bool)
-    mask[1, n - 7 :] = True
-    mask[2] = True
-    return mask
+    return three_paddings(n)  # B = 3
 
 
 def reference_attention(pa, pb, v, pad, causal):

@@ -11,7 +11,7 @@ from synthesizer.attention.dispatch import applicable_paths
 from synthesizer.attention.ops import reference, wide_qk
 from synthesizer.attention.ops.wide_qk import _WideQKAttention, wide_qk_attention
 from tests.attention.test_fastpaths import assert_grads_close
-from tests.helpers import rel_err
+from tests.helpers import rel_err, three_paddings
 from tests.tolerances import LAYER
 
 B, H, DQK, DV = 3, 2, 9, 4
@@ -26,11 +26,7 @@ def inputs(n: int, dtype=torch.float32) -> tuple[torch.Tensor, ...]:
 
 
 def padding(n: int) -> torch.Tensor:
-    """Example 0 unpadded, example 1 padded at the end, example 2 fully padded."""
-    mask = torch.zeros(B, n, dtype=torch.bool)
-    mask[1, n - 7 :] = True
-    mask[2] = True
-    return mask
+    return three_paddings(n)  # B = 3
 
 
 def reference_attention(q, k, v, pad, causal):
