@@ -56,8 +56,9 @@ synthesizer compare --render $out/lm-standard-0.2 --out docs/results/lm
 # records from a copy of results.json and ran the preset again, which trains only the missing runs: the same.)
 synthesizer compare --preset classification --size standard --seeds 3 --jobs 2 --kinds linformer --baselines --out $out/linformer-standard
 synthesizer compare --render $out/classification-standard-0.2 $out/linformer-standard --out docs/results/classification
-synthesizer compare --preset classification --size quick --seeds 3 --jobs 2 --kinds linformer none --baselines --out $out/linformer-quick
-synthesizer compare --render $out/classification $out/linformer-quick --out docs/results/classification-quick
+# the quick classification report (0.1.0's, without `none`) trained again whole with 0.3.0.dev0
+synthesizer compare --preset classification --size quick --seeds 3 --jobs 2 --out $out/classification-quick-0.3
+synthesizer compare --render $out/classification-quick-0.3 --out docs/results/classification-quick
 # The speed verdicts' one-at-a-time timing of every report, then the results index's verdicts table
 for name in lm mt summarization dialogue classification listops diagnostics glue lm-quick classification-quick; do
   synthesizer compare --time docs/results/$name
