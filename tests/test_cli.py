@@ -74,7 +74,7 @@ def test_train_from_the_command_line_with_overrides(tmp_path, capsys):
     (["--set", "task=parsing"], "unknown task 'parsing'; allowed: lm, translation"),
 ])
 def test_bad_options_exit_2_with_one_clear_line(args, message, tmp_path, capsys):
-    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu-subset"}))
     code, out, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "r")] + args, capsys)
     assert code == 2 and err.startswith("error: ") and message in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()
@@ -92,7 +92,7 @@ def test_missing_files_exit_2(tmp_path, capsys):
 
 
 def test_a_trained_run_is_never_overwritten(runs, capsys, tmp_path):
-    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu-subset"}))
     before = sorted(p.name for p in runs["lm"].iterdir())
     code, _, err = run_cli(["train", "--config", str(config), "--out", str(runs["lm"])], capsys)
     assert code == 2 and "already holds a trained run" in err and "--resume" in err
@@ -256,7 +256,7 @@ def test_generate_names_the_failing_input_line_and_keeps_the_outputs_before_it(r
 def test_out_naming_a_file_is_one_line_for_every_command(runs, tmp_path, capsys):
     taken = tmp_path / "taken"
     taken.write_text("not a folder\n")
-    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu-subset"}))
     for argv in (["train", "--config", str(config), "--out", str(taken)],
                  ["export", "--run", str(runs["lm"]), "--out", str(taken)],
                  ["compare", "--preset", "lm", "--out", str(taken)],
@@ -274,7 +274,7 @@ def test_out_under_a_read_only_folder_is_refused_before_any_work(runs, tmp_path,
     locked.mkdir()
     locked.chmod(0o555)
     try:
-        config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+        config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu-subset"}))
         for argv in (["train", "--config", str(config), "--out", str(locked / "r")],
                      ["export", "--run", str(runs["lm"]), "--out", str(locked / "hf")]):
             code, _, err = run_cli(argv, capsys)
@@ -293,7 +293,7 @@ def test_an_os_error_is_one_line_with_exit_code_1(tmp_path, capsys, monkeypatch)
         return real_mkdir(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "mkdir", mkdir)
-    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu-subset"}))
     code, _, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "locked" / "r"), "--quiet"], capsys)
     assert code == 1 and err == f"error: {tmp_path / 'locked' / 'r'}: Permission denied; check the folder's permissions\n"
 
@@ -303,7 +303,7 @@ def test_ctrl_c_outside_training_is_one_line_with_exit_code_130(tmp_path, capsys
         raise KeyboardInterrupt
 
     monkeypatch.setattr("synthesizer.tasks.experiment.run_experiment", interrupted)
-    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu"}))
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu-subset"}))
     code, out, err = run_cli(["train", "--config", str(config), "--out", str(tmp_path / "r")], capsys)
     assert code == 130 and out == "" and err == "synthesizer train: interrupted\n"
 

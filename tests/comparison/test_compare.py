@@ -22,6 +22,7 @@ from synthesizer.comparison.main import main
 from synthesizer.comparison.pace import Pace
 from synthesizer.comparison.plan import data_name
 from synthesizer.comparison.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
+from synthesizer.runs.code import code_provenance
 from synthesizer.report.results import load_results
 from synthesizer.runs.files import window_speed
 from synthesizer.tasks.config import ExperimentConfig
@@ -440,14 +441,16 @@ def test_quick_lm_preset_reads_the_shipped_subset_whatever_else_exists(tmp_path,
 def test_each_run_record_carries_its_data_provenance(tmp_path):
     from synthesizer.tasks.experiment import run_experiment
 
-    base = ExperimentConfig.from_dict(BASE, ["data.limit=20", "train.max_steps=1"])
+    # the packaged subset: there with or without the shared data beside the checkout
+    base = ExperimentConfig.from_dict({**BASE, "data": {"corpus": "sotu-subset"}}, ["data.limit=20", "train.max_steps=1"])
     results = run_comparison("lm", "quick", kinds=["vanilla"], baselines=[], out=tmp_path, heatmaps=False,
                              run_fn=run_experiment, config_fn=lambda name, overrides: base, load_fn=load_fn,
                              log=lambda line: None)
     (record,) = load_results(tmp_path)["runs"]
     assert record == next(r for r in results["runs"])
     prov = record["provenance"]
-    assert prov["data"]["name"] == "sotu" and prov["data"]["origin"]
+    assert prov["data"]["name"] == "sotu-subset" and prov["data"]["origin"]
+    assert prov["code"] == code_provenance()  # the code it was trained with
     assert set(prov["data"]["splits"]) == {"train", "valid", "test"} and len(prov["tokenizer"]["sha256"]) == 64
     assert prov == json.loads((tmp_path / record["run_dir"] / "data.json").read_text())
 

@@ -163,7 +163,7 @@ def test_data_errors_name_the_file(tmp_path):
         run_experiment(tiny_config("translation", {**data, "test": str(tmp_path / "nope.tsv")}), tmp_path / "a",
                        progress=False)
     with pytest.raises(ValueError, match="is a lm corpus but task is 'translation'"):
-        run_experiment(tiny_config("translation", {"corpus": "sotu"}), tmp_path / "a", progress=False)
+        run_experiment(tiny_config("translation", {"corpus": "sotu-subset"}), tmp_path / "a", progress=False)
 
 
 @pytest.mark.parametrize("task, metrics", [("summarization", {"rouge1", "rouge2", "rougeL"}),
