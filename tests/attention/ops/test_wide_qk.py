@@ -78,7 +78,7 @@ def test_backward_with_dropout_is_the_gradient_of_its_forward(small_blocks, caus
     q, k, v = inputs(37, torch.float64)
     pad = padding(37)
     fn = lambda a, b, c: _WideQKAttention.apply(a, b, c, pad, causal, 0.3, 1234)  # noqa: E731
-    assert torch.autograd.gradcheck(fn, (q, k, v), atol=1e-6)
+    assert torch.autograd.gradcheck(fn, (q, k, v), atol=1e-6, fast_mode=True)  # a random projection: seconds, not minutes
     assert not torch.allclose(fn(q, k, v), reference_attention(q, k, v, pad, causal))  # dropout really applied
 
 
