@@ -723,6 +723,7 @@ class QualityRule:
     threshold: float
     judge: Callable[[Gap, float], Status]
     need: str                 # what the check asks, with where its threshold comes from
+    if_trained: bool = False  # checked where the kind was trained, skipped (not "not run") where it was not
 
 
 @dataclass(frozen=True)
@@ -800,7 +801,7 @@ CLAIMS: tuple[Claim, ...] = (
           "other variant, the whole interval on that side. Classification trained from scratch (ListOps, the "
           "classification preset) is not GLUE: its reading is shown, without a verdict.", (GLUE_TASK,),
           (*(QualityRule(k, "vanilla", MATCH_LOSS, judge_beyond,
-                         f"needs {k} clearly behind (a loss above the {MATCH_LOSS:.2%} of a match)")
+                         f"needs {k} clearly behind (a loss above the {MATCH_LOSS:.2%} of a match)", if_trained=True)
              for k in PURE_SYNTHESIZERS),
            QualityRule("random+vanilla", BEST_OTHER, 0.0, judge_at_most, "best other variant; needs random+vanilla better")),
           family="GLUE-style (pretrained, then fine-tuned)"),
@@ -815,10 +816,10 @@ def _best_other(group: Group, kind: str) -> str | None:
     return max(others, key=lambda r: r.metric_mean if group.higher_is_better else -r.metric_mean).kind
 
 
-def _quality_checks(group: Group, rule: QualityRule, optional: bool) -> list[Check]:
-    """The check of ``rule`` on ``group``; ``optional``: a kind that is absent is skipped, not "not run"
-    (claim 7 judges each pure synthesizer that was trained)."""
-    if group.row(rule.kind) is None and optional:
+def _quality_checks(group: Group, rule: QualityRule) -> list[Check]:
+    """The check of ``rule`` on ``group``; a kind absent from it is "not run", or skipped for a rule that
+    applies only where it was trained (claim 7 judges each pure synthesizer that was)."""
+    if group.row(rule.kind) is None and rule.if_trained:
         return []
     ref = rule.reference
     if ref == BEST_OTHER:
@@ -832,8 +833,7 @@ def _quality_checks(group: Group, rule: QualityRule, optional: bool) -> list[Che
 
 
 def _claim_checks(claim: Claim, group: Group) -> list[Check]:
-    optional = claim.number == 7  # "each pure synthesizer trained"
-    checks = [c for rule in claim.quality for c in _quality_checks(group, rule, optional and rule.judge is judge_beyond)]
+    checks = [c for rule in claim.quality for c in _quality_checks(group, rule)]
     if group.task == GLUE_TASK:  # an average of fine-tuned tasks has no model of its own: its tasks are timed
         return checks
     for kind, ref in claim.fewer_params:
