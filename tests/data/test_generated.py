@@ -93,10 +93,10 @@ def test_generators_are_deterministic_and_differ_across_seeds_and_splits():
         assert g.diagnostic_split(kind, 50, 0, "train") != g.diagnostic_split(kind, 50, 0, "test")
 
 
-def _recall_rule(words: list[str], answers: list[int], n_queries: int) -> None:
+def _recall_rule(words: list[str], answers: list[int], n_pairs: int, n_queries: int) -> None:
     q = words.index("?")
     pairs = dict(zip(words[0:q:2], words[1:q:2]))
-    assert q == 16 and len(pairs) == 8 and all(k.startswith("k") for k in pairs)
+    assert q == 2 * n_pairs and len(pairs) == n_pairs and all(k.startswith("k") for k in pairs)
     queries = words[q + 1 :: 2]
     assert len(queries) == n_queries == len(set(queries))
     assert answers == [q + 2 + 2 * i for i in range(n_queries)]
@@ -108,8 +108,10 @@ def _recall_rule(words: list[str], answers: list[int], n_queries: int) -> None:
 def test_diagnostic_answers_follow_their_rule(kind):
     for row in g.diagnostic_split(kind, 200, seed=5):
         words, answers = row["text"].split(), row["answers"]
-        if kind in ("recall", "mqar"):
-            _recall_rule(words, answers, 1 if kind == "recall" else 4)
+        if kind in ("recall", "mqar", "mqar-long"):
+            n_pairs, n_queries = {"recall": (8, 1), "mqar": (8, 4), "mqar-long": (16, 8)}[kind]
+            _recall_rule(words, answers, n_pairs, n_queries)
+            assert len(words) == 2 * n_pairs + 1 + 2 * n_queries
             continue
         if kind == "lookup":  # 8 pair tokens of distinct keys, ?, a key of them, its value
             pairs = dict(w.split("=") for w in words[:8])

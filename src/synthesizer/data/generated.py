@@ -23,7 +23,9 @@ outside ``[min_len, max_len]`` are drawn again (LRA's length filter); a draw sto
 
 * ``diag-recall``: 8 key-value pairs (distinct keys ``k*``, values ``v*``), ``?``, a key, its value.
 * ``diag-mqar``: the multi-query version: the same pairs, ``?``, then 4 distinct keys each followed
-  by its value (every answer is scored).
+  by its value (every answer is scored), 25 tokens.
+* ``diag-mqar-long``: the same task at twice the length: 16 pairs (every key once), ``?``, 8 queries,
+  49 tokens. Its vocabulary is ``diag-mqar``'s, so only the length and the number of pairs to hold differ.
 * ``diag-copy``: 4-12 symbols, ``|``, the same symbols again. The copy offset depends on where ``|``
   is, so a model must find it by content.
 * ``diag-reverse``: 12 symbols, ``|``, the same symbols reversed. The length is fixed, so output
@@ -58,7 +60,7 @@ N_SYMBOLS = 16
 KEYS = tuple(f"k{i}" for i in range(N_SYMBOLS))
 VALUES = tuple(f"v{i}" for i in range(N_SYMBOLS))  # recall values; copy and reversal symbols
 QUERY, DELIM = "?", "|"
-DIAGNOSTICS = ("recall", "mqar", "copy", "reverse", "lookup")
+DIAGNOSTICS = ("recall", "mqar", "mqar-long", "copy", "reverse", "lookup")
 DIAGNOSTIC_CORPORA = tuple(f"diag-{kind}" for kind in DIAGNOSTICS)  # their registered corpus names
 
 VOCAB = (*LISTOPS_OPS, CLOSE, *DIGITS, *KEYS, *VALUES, QUERY, DELIM)
@@ -170,6 +172,7 @@ def reverse_example(rng: random.Random, length: int = 12) -> dict:
 _DIAGNOSTIC_MAKERS: dict[str, Callable[[random.Random], dict]] = {
     "recall": lambda rng: recall_example(rng, 8, 1),
     "mqar": lambda rng: recall_example(rng, 8, 4),
+    "mqar-long": lambda rng: recall_example(rng, N_SYMBOLS, 8),
     "copy": copy_example,
     "reverse": reverse_example,
     "lookup": lambda rng: lookup_example(rng, 8),
