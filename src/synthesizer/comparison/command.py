@@ -18,6 +18,7 @@ from typing import Callable
 
 from ..report.results import FILENAME, load_or_empty_results
 from ..runs.plan import PlannedRun
+from .scale import at_width, widths_of
 from .plan import Options, Plan, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
 
 PROGRAM = "synthesizer"
@@ -51,6 +52,9 @@ def plan_commands(options: Options, config_fn: Callable | None = None,
 
         config_fn = ExperimentConfig.from_file
     log = log or (lambda line: print(line, file=sys.stderr))
+    widths = widths_of(options)
+    if widths:  # a scale study: the lines of every width's comparison, each in its own folder
+        return [line for width in widths for line in plan_commands(at_width(options, width), config_fn, log)]
     comparison = resolve(options, config_fn, log)
     plan = plan_runs(comparison, load_or_empty_results(comparison.out))
     plan.log_kept(comparison.out / FILENAME, log)

@@ -2,7 +2,8 @@
 
     synthesizer compare --preset lm [--size quick|standard|full] [--kinds ...] [--baselines linformer ...]
                         [--seeds N] [--out DIR] [--steps N] [--set key=value ...] [--jobs N --threads T] [--plan]
-    synthesizer compare --render DIR [DIR ...] [--out DIR]
+    synthesizer compare --preset scale [--widths 32 64 128 ...] ...   (a scale study: one comparison per width)
+    synthesizer compare --render DIR [DIR ...] [--out DIR]   (a scale study's folder: its report across widths)
     synthesizer compare --time DIR
     synthesizer compare --index DIR
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from .presets import DEFAULT_KINDS, PRESETS, SIZES
 from ..report.index import write_index
 from ..report.results import load_results
+from ..report.scale import is_scale_folder, write_scale_report
 from ..runs.code import code_provenance
 from ..report.summary import render, write_and_print
 from .command import plan_commands
@@ -56,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="baselines to train as well (linformer, lightconv, dynamicconv; default: the preset's)")
     p.add_argument("--seeds", type=int, default=1,
                    help="seeds per variant (0..N-1); on a folder of an earlier comparison only the missing seeds train")
+    p.add_argument("--widths", nargs="+", type=int, metavar="W",
+                   help="a scale study: train every task at each model width W (model.d_model=W, model.d_ff=4W) in "
+                        "OUT/width-W, then write OUT/report.md, the gaps between the kinds against width (default: "
+                        "the preset's; --preset scale: 32 64 128 at the standard size, 16 32 at quick; other presets: "
+                        "one width, the task's own)")
     p.add_argument("--out", help="comparison folder (default: runs/compare-<preset>-<size>)")
     p.add_argument("--steps", type=int, help="training steps per run (scales eval/warm-up to fit)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -102,13 +109,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         if args.plan:
             raise ValueError("--plan lists the runs of a comparison to train (--preset), --render trains nothing")
+        if len(args.render) == 1 and is_scale_folder(args.render[0]):  # a scale study: its report across widths
+            if args.out:
+                raise ValueError("a scale study's report is written in its own folder: leave out --out")
+            print(f"scale report: {write_scale_report(args.render[0])}")
+            return 0
         render(args.render, args.out, command=command, rendered_by=code_provenance())
         return 0
     if not args.preset:
         raise ValueError(f"give --preset (one of {', '.join(sorted(PRESETS))}) or --render DIR")
     options = Options(args.preset, args.size, _split_list(args.kinds), _split_list(args.baselines), args.seeds,
                       args.out, args.steps, tuple(args.overrides), jobs=args.jobs, threads=args.threads,
-                      heatmaps=not args.no_heatmaps, command=command, allow_other_code=args.allow_other_code)
+                      heatmaps=not args.no_heatmaps, command=command, allow_other_code=args.allow_other_code,
+                      widths=None if args.widths is None else tuple(args.widths))
     if args.plan:
         for line in plan_commands(options):
             print(line, flush=True)

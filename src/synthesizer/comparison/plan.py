@@ -41,6 +41,7 @@ class Options:
     heatmaps: bool = True
     command: str = ""  # the command line, kept in results.json
     allow_other_code: bool = False  # add runs to a folder whose runs were trained by other code
+    widths: tuple[int, ...] | None = None  # a scale study's model widths (comparison/scale.py); None: the preset's
 
 
 @dataclass(frozen=True)

@@ -79,24 +79,36 @@ class Preset:
     kinds: tuple[str, ...] = field(default=())  # the attention kinds trained by default (empty: DEFAULT_KINDS)
     # the report opens with these learned attention maps side by side (report/lead.py): (corpus, kind, what it shows)
     lead: tuple[tuple[str, str, str], ...] = field(default=())
+    # a scale study: every task is trained at each of these model widths, by size (comparison/scale.py); {}: one width
+    widths: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
+
+
+# quick: a 64-wide 2-layer model, 200 steps, on the subset shipped in the package (all 84 training
+# addresses, 1919-2001; full valid and test), never a larger copy found on the machine, so the
+# demo's numbers are the same everywhere. No data.limit: 200 steps of 2048 tokens see about half
+# of it once, and a prefix of a chronological file keeps the addresses farthest from valid/test.
+_LM_SOTU = PresetTask("lm-sotu-small", (
+    "data.corpus=sotu-subset", "tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256",
+    "batch.block_size=128", "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
+    "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
+    "language modelling (State of the Union)",
+    # standard: vanilla on all 213 training addresses flattens in 1200 steps; twice the steps or the width
+    # gives attention more to do, longer blocks do not (docs/bench/presets.md)
+    standard=("tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256", "batch.block_size=128",
+              "batch.max_tokens=4096", "train.max_steps=1200", "train.lr=3e-3", "train.warmup_steps=60",
+              "train.eval_every=100", "train.log_every=50"))
+_MT_LIBREOFFICE = PresetTask(
+    "mt-libreoffice-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64", "model.max_len=96",
+                             "train.max_steps=120", "eval.max_new_tokens=64", *_QUICK_SEQ2SEQ),
+    "translation en-de (LibreOffice)",
+    # standard: the paragraphs of at most 16 words, 3000 steps (1500 were still falling); a few
+    # sequences longer than 64 tokens are cut there (docs/bench/presets.md)
+    standard=_standard_seq2seq(3000, *_STANDARD_MT))
 
 PRESETS: dict[str, Preset] = {
-    # quick: a 64-wide 2-layer model, 200 steps, on the subset shipped in the package (all 84 training
-    # addresses, 1919-2001; full valid and test), never a larger copy found on the machine, so the
-    # demo's numbers are the same everywhere. No data.limit: 200 steps of 2048 tokens see about half
-    # of it once, and a prefix of a chronological file keeps the addresses farthest from valid/test.
     "lm": Preset("lm", "language modelling on State of the Union addresses", "perplexity", (
-        PresetTask("lm-sotu-small", (
-            "data.corpus=sotu-subset", "tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256",
-            "batch.block_size=128", "batch.max_tokens=2048", "train.max_steps=200", "train.lr=3e-3",
-            "train.warmup_steps=20", "train.eval_every=50", "train.log_every=10"),
-            "language modelling (State of the Union)",
-            # standard: vanilla on all 213 training addresses flattens in 1200 steps; twice the steps or the width
-            # gives attention more to do, longer blocks do not (docs/bench/presets.md)
-            standard=("tokenizer.vocab_size=2000", "model.d_model=64", "model.d_ff=256", "batch.block_size=128",
-                      "batch.max_tokens=4096", "train.max_steps=1200", "train.lr=3e-3", "train.warmup_steps=60",
-                      "train.eval_every=100", "train.log_every=50")),), baselines=("none",)),
+        _LM_SOTU,), baselines=("none",)),
     "mt": Preset("mt", "machine translation, English to Spanish (Bible) and English to German (LibreOffice)", "BLEU", (
         PresetTask("mt-bible-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64",
                                       "model.max_len=96", "train.max_steps=120", "eval.max_new_tokens=64",
@@ -105,12 +117,7 @@ PRESETS: dict[str, Preset] = {
                    # holds every such pair. Vanilla is not clearly ahead of `none` here with 3 seeds, so its
                    # claim checks cannot tell (docs/comparisons.md)
                    standard=_standard_seq2seq(1500, *_STANDARD_MT)),
-        PresetTask("mt-libreoffice-small", ("data.limit=6000", "batch.max_src_len=64", "batch.max_tgt_len=64",
-                                            "model.max_len=96", "train.max_steps=120", "eval.max_new_tokens=64",
-                                            *_QUICK_SEQ2SEQ), "translation en-de (LibreOffice)",
-                   # standard: the paragraphs of at most 16 words, 3000 steps (1500 were still falling); a few
-                   # sequences longer than 64 tokens are cut there (docs/bench/presets.md)
-                   standard=_standard_seq2seq(3000, *_STANDARD_MT)),
+        _MT_LIBREOFFICE,
     ), baselines=("none",)),
     "summarization": Preset("summarization", "Debian package description to synopsis", "ROUGE-L", (
         # the first 64 tokens of a description (median: 55 words) hold its opening sentence,
@@ -193,6 +200,22 @@ PRESETS["diagnostics"] = Preset(
         PresetTask("diag-reverse-small", _QUICK_DIAG, "reversal (12 symbols, fixed length)",
                    standard=_standard_diag(800)),
     ), baselines=("none",))
+
+# scale: the paper's kinds and `none` at several model widths (d_model, with d_ff = 4 d_model; comparison/scale.py),
+# each task at its standard budget at every width, so a width's verdicts compare with the committed reports at 64.
+# Beside them multi-query recall at two lengths, content-based lookup that random and dense cannot do.
+_SCALE_KINDS = ("vanilla", "fixed_random", "random", "dense", "random+vanilla", "dense+vanilla")
+PRESETS["scale"] = Preset(
+    "scale", "the gaps between the kinds as the model widens: language modelling, translation, and multi-query "
+    "recall at two lengths", "perplexity / BLEU / accuracy", (
+        _LM_SOTU,
+        _MT_LIBREOFFICE,
+        PresetTask("diag-mqar-small", _QUICK_DIAG, "multi-query associative recall (25 tokens)",
+                   standard=_standard_diag(1600)),
+        PresetTask("diag-mqar-long-small", _QUICK_DIAG, "multi-query associative recall (49 tokens)",
+                   standard=_standard_diag(1600)),
+    ), baselines=("none",), kinds=_SCALE_KINDS,
+    widths={"quick": (16, 32), "standard": (32, 64, 128), "full": (32, 64, 128)})
 
 # demo (`make demo`): the paper's story in minutes on two cores, 6 kinds x 2 tasks x 1 seed. Reversal is
 # position-only (output i reads input 11 - i), which a random synthesizer's softmax(R) can learn; the lookup

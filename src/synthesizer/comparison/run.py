@@ -42,6 +42,7 @@ from .pace import Pace
 from .machine import machine_info
 from .presets import get_preset
 from .plan import Comparison, Options, Plan, check_same_code, from_pretrained, plan_runs, pretraining_runs, resolve
+from .scale import compare_widths, widths_of
 from .timing import add_timings
 from .progress import Warned, summary
 
@@ -80,7 +81,7 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
                    overrides: list[str] = (), *, jobs: int = 1, threads: int | None = None, heatmaps: bool = True,
                    command: str = "", run_fn: Callable | None = None, config_fn: Callable | None = None,
                    load_fn: Callable | None = None, log: Callable[[str], None] = print, time_fn: Callable | None = None,
-                   allow_other_code: bool = False) -> dict:
+                   allow_other_code: bool = False, widths: tuple[int, ...] | None = None) -> dict:
     """Train every (task, kind, seed) of the comparison that is not finished yet, then write the report.
 
     The options are :class:`~.plan.Options`'s, the functions :class:`Hooks`'s. ``jobs`` runs train at a
@@ -89,12 +90,16 @@ def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = N
     """
     hooks = Hooks.of(run_fn, config_fn, load_fn, log, time_fn)
     options = Options(preset, size, kinds, baselines, seeds, out, steps, tuple(overrides), jobs=jobs,
-                      threads=threads, heatmaps=heatmaps, command=command, allow_other_code=allow_other_code)
+                      threads=threads, heatmaps=heatmaps, command=command, allow_other_code=allow_other_code,
+                      widths=None if widths is None else tuple(widths))
     return compare(options, hooks)
 
 
 def compare(options: Options, hooks: Hooks) -> dict:
-    """:func:`run_comparison` with its options and functions grouped."""
+    """:func:`run_comparison` with its options and functions grouped; a scale study (widths given, or the
+    preset's) trains one comparison per width (:mod:`.scale`)."""
+    if widths_of(options):
+        return compare_widths(options, hooks, compare)
     comparison = resolve(options, hooks.config_fn, hooks.log)
     with FolderLock(comparison.out, "comparison folder"):  # held until the report is written
         return _Session.open(comparison, options, hooks).run()

@@ -126,6 +126,59 @@ def plot_metric_vs_speed(group: Group, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def _share_bars(ax, points: list[tuple[int, object]], **style) -> None:
+    """Shares (tables.Share) against width, with their 95% intervals where measured."""
+    xs = [w for w, _ in points]
+    ys = [s.value for _, s in points]
+    err = [[max(s.value - s.low, 0.0) if np.isfinite(s.low) else 0.0 for _, s in points],
+           [max(s.high - s.value, 0.0) if np.isfinite(s.high) else 0.0 for _, s in points]]
+    ax.errorbar(xs, ys, yerr=err, capsize=3, marker="o", **style)
+
+
+def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
+    """A task of a scale study against model width: each kind's test score (seed std), its share of what
+    vanilla's attention adds (95% intervals) and ``none``'s kept share of vanilla's gain over the trivial
+    predictor; None with fewer than two widths."""
+    if len(by_width) < 2:
+        return None
+    widths = sorted(by_width)
+    first = by_width[widths[0]]
+    kinds = list(dict.fromkeys(row.kind for w in widths for row in by_width[w].rows))
+    fig, (score, share, floor) = plt.subplots(1, 3, figsize=(14, 4.2))
+    for kind in kinds:
+        rows = [(w, by_width[w].row(kind)) for w in widths]
+        rows = [(w, r) for w, r in rows if r is not None and r.metric_mean is not None]
+        if rows:
+            score.errorbar([w for w, _ in rows], [r.metric_mean for _, r in rows],
+                           yerr=[r.metric_std or 0.0 for _, r in rows], capsize=3, marker="o", label=kind,
+                           color=kind_color(kind))
+        points = [(w, r.attention_share) for w, r in rows if r.attention_share is not None]
+        if points and kind != "none":
+            _share_bars(share, points, label=kind, color=kind_color(kind))
+    kept = [(w, by_width[w].row("none").kept) for w in widths
+            if by_width[w].row("none") is not None and by_width[w].row("none").kept is not None]
+    if kept:
+        _share_bars(floor, kept, color=kind_color("none"), label="none")
+    for ax, drawn in ((score, True), (share, bool(share.lines)), (floor, bool(kept))):
+        if not drawn:
+            ax.text(0.5, 0.5, "no gain of vanilla's to share", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlim(widths[0] / 1.3, widths[-1] * 1.3)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(widths, [str(w) for w in widths])
+        ax.minorticks_off()
+        ax.set_xlabel("model width (d_model)")
+        ax.grid(alpha=0.3)
+    score.set_ylabel(f"test {first.metric} ({'higher' if first.higher_is_better else 'lower'} is better)")
+    score.legend(fontsize=7)
+    share.axhline(1.0, color="grey", lw=0.8, ls="--")
+    share.set_ylabel("share of what vanilla's attention adds")
+    share.set_title("(score - none) / (vanilla - none)", fontsize=9)
+    floor.set_ylabel("none's kept share")
+    floor.set_title("of vanilla's gain over the trivial predictor", fontsize=9)
+    fig.suptitle(f"{first.key} against model width")
+    return _save(fig, path)
+
+
 ATTENTION_COLUMNS = 4  # heatmaps per row: wider figures shrink every panel on a page
 
 

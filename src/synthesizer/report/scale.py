@@ -1,0 +1,253 @@
+"""The scale study's report: how the gaps between the kinds move with the model's width.
+
+A scale study (comparison/scale.py) is one ordinary comparison per width in ``ROOT/width-W/``; this module
+reads their ``results.json`` alone and writes ``ROOT/report.md`` (and .html, and one plot per task). Per
+task it shows, at each width:
+
+* each kind's test score;
+* each kind's share of what vanilla's attention adds (its gain over ``none``; vanilla = 100%), with the
+  claims' 95% interval (``claims.put_shares``), and the direction of that share from the narrowest to the
+  widest width (``trend``): it moves only where the two intervals do not overlap;
+* ``none``'s kept share of vanilla's gain over the trivial predictor: the higher, the less attention has
+  to do and the less any check against vanilla can tell;
+* on a recall task (a diagnostic corpus), how many seeds of each kind learned it (test accuracy at least
+  ``LEARNED_ACCURACY``);
+* the compute: parameters, tokens, a FLOPs estimate and the wall time;
+* the claims' verdicts at each width, as each width's own report gives them.
+
+Nothing is extrapolated: the text names the widths measured and the budget they share.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+from ..data.generated import DIAGNOSTIC_CORPORA
+from . import plots
+from .claims import CLAIMS, NONE_KIND, evaluate_claims, verdict_label
+from .document import minutes
+from .groups import build_groups
+from .render import Block, write_report
+from .results import FILENAME, describe_code, load_results
+from .tables import Group, Share, fmt_metric, group_key, group_label
+
+WIDTH_PREFIX = "width-"
+REPORT_FILE = "report.md"
+LEARNED_ACCURACY = 0.9  # a recall task counts as learned from this test accuracy on
+FLOPS_PER_PARAM_TOKEN = 6  # forward + backward multiply-adds x 2 per parameter and token (attention's n^2 terms left out)
+
+
+def width_folders(root: str | Path) -> dict[int, Path]:
+    """``{W: ROOT/width-W}`` of every width folder holding a results.json, by width."""
+    found = {}
+    for path in Path(root).glob(f"{WIDTH_PREFIX}*/{FILENAME}"):
+        suffix = path.parent.name[len(WIDTH_PREFIX):]
+        if suffix.isdigit():
+            found[int(suffix)] = path.parent
+    return dict(sorted(found.items()))
+
+
+def is_scale_folder(root: str | Path) -> bool:
+    """A scale study's folder: width folders, and no results.json of its own."""
+    return not (Path(root) / FILENAME).exists() and bool(width_folders(root))
+
+
+class Study:
+    """The widths' results and their groups: ``groups[key][W]`` is task ``key``'s :class:`Group` at width W."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.results = {w: load_results(folder) for w, folder in width_folders(root).items()}
+        if not self.results:
+            raise ValueError(f"{root}: no {WIDTH_PREFIX}W/{FILENAME} folders, so no scale study to report")
+        self.widths = list(self.results)
+        self.groups: dict[str, dict[int, Group]] = {}
+        self.labels: dict[str, str] = {}
+        for width, results in self.results.items():
+            for group in build_groups(results["runs"], results.get("timings")):
+                self.groups.setdefault(group.key, {})[width] = group
+            self.labels.update(results.get("labels", {}))
+
+    def runs(self, width: int, key: str) -> list[dict]:
+        return [r for r in self.results[width]["runs"] if group_key(r["task"], r["data"]) == key and "error" not in r]
+
+
+def trend(points: list[tuple[int, Share]]) -> str:
+    """The direction of a share from the narrowest to the widest width it was measured at: "rises" or "falls"
+    where the two 95% intervals do not overlap, else "no clear change"; with the values at every width."""
+    values = ", ".join(f"{share.text()} at {width}" for width, share in points)
+    if len(points) < 2:
+        return values
+    (_, first), (_, last) = points[0], points[-1]
+    if not all(math.isfinite(x) for x in (first.low, first.high, last.low, last.high)):
+        return f"{values} (no interval measured, so no direction)"
+    if last.low > first.high:
+        return f"rises: {values}"
+    if last.high < first.low:
+        return f"falls: {values}"
+    return f"no clear change (the intervals overlap): {values}"
+
+
+def _score_table(by_width: dict[int, Group], widths: list[int]) -> Block:
+    kinds = list(dict.fromkeys(row.kind for g in by_width.values() for row in g.rows))
+    rows = []
+    for kind in kinds:
+        cells = []
+        for w in widths:
+            row = by_width[w].row(kind) if w in by_width else None
+            cells.append("—" if row is None else fmt_metric(row.metric_mean, row.metric_std, by_width[w].metric)
+                         + ("" if row.status == "ok" else f" ({row.status})"))
+        rows.append([kind, *cells])
+    return ("table", ["kind", *[f"width {w}" for w in widths]], rows)
+
+
+def _share_table(by_width: dict[int, Group], widths: list[int]) -> tuple[Block, list[str]]:
+    """The shares of attention's gain per kind and width, none's kept share, and the trend of each kind."""
+    kinds = [row.kind for g in by_width.values() for row in g.rows if row.kind not in ("vanilla", NONE_KIND)]
+    rows, readings = [], []
+    for kind in dict.fromkeys(kinds):
+        cells, points = [], []
+        for w in widths:
+            row = by_width[w].row(kind) if w in by_width else None
+            share = None if row is None else row.attention_share
+            cells.append("—" if share is None else share.text())
+            if share is not None:
+                points.append((w, share))
+        rows.append([kind, *cells])
+        if points:
+            readings.append(f"{kind}'s share of what vanilla's attention adds: {trend(points)}")
+    none_cells, none_points = [], []
+    for w in widths:
+        row = by_width[w].row(NONE_KIND) if w in by_width else None
+        kept = None if row is None else row.kept
+        none_cells.append("—" if kept is None else kept.text())
+        if kept is not None:
+            none_points.append((w, kept))
+    rows.append([f"`{NONE_KIND}` keeps of vanilla's gain over the trivial predictor", *none_cells])
+    if none_points:
+        readings.append(f"`{NONE_KIND}` keeps of vanilla's gain over the trivial predictor: {trend(none_points)}")
+    return ("table", ["kind", *[f"width {w}" for w in widths]], rows), readings
+
+
+def _learned_table(by_width: dict[int, Group], study: Study, key: str, widths: list[int]) -> Block:
+    """Seeds that learned the recall task (test accuracy >= LEARNED_ACCURACY), per kind and width."""
+    kinds = list(dict.fromkeys(row.kind for g in by_width.values() for row in g.rows))
+    rows = []
+    for kind in kinds:
+        cells = []
+        for w in widths:
+            runs = [r for r in study.runs(w, key) if r["attention"] == kind] if w in study.results else []
+            accs = [r["test_metrics"].get("accuracy") for r in runs if r.get("test_metrics")]
+            accs = [a for a in accs if a is not None]
+            cells.append("—" if not accs else f"{sum(a >= LEARNED_ACCURACY for a in accs)}/{len(accs)}")
+        rows.append([kind, *cells])
+    return ("table", ["kind", *[f"width {w}" for w in widths]], rows)
+
+
+def _compute_rows(study: Study, key: str, by_width: dict[int, Group]) -> list[list[str]]:
+    rows = []
+    for w, group in by_width.items():
+        runs = [r for r in study.runs(w, key) if r["attention"] == "vanilla"] or study.runs(w, key)
+        if not runs:
+            continue
+        params = runs[0].get("params") or {}
+        total = params.get("total")
+        embeddings = (params.get("by_component") or {}).get("embeddings", 0)
+        tokens = statistics.fmean(r.get("train_tokens_per_s", 0.0) * r.get("train_time_s", 0.0) for r in runs)
+        inner = (total - embeddings) if total else None
+        flops = FLOPS_PER_PARAM_TOKEN * inner * tokens if inner else None
+        times = [r.get("train_time_s") for r in study.runs(w, key) if r.get("train_time_s")]
+        rows.append([str(w), f"{total:,}" if total else "?", f"{inner:,}" if inner else "?", f"{tokens / 1e6:.2f}M",
+                     f"{flops:.2e}" if flops else "?", minutes(statistics.median(times)) if times else "?",
+                     minutes(sum(times)) if times else "?"])
+    return rows
+
+
+def _learning_items(by_width: dict[int, Group]) -> list[str]:
+    items = []
+    for w, group in by_width.items():
+        if group.learning is not None and group.learning.flatness is not None:
+            items.append(f"width {w}: {group.learning.flatness.text()}")
+    return items
+
+
+def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
+    by_width = study.groups[key]
+    widths = [w for w in study.widths if w in by_width]
+    first = next(iter(by_width.values()))
+    blocks: list[Block] = [("h2", f"{group_label(first, study.labels)} — `{key}`")]
+    plot = plots.plot_scale(by_width, folder / f"scale_{key}.png")
+    if plot is not None:
+        blocks.append(("img", plot.name, f"{key}: score, share of attention's gain and `{NONE_KIND}`'s kept share "
+                                         "against width (bars: 95% intervals)"))
+    blocks += [("h3", f"Test {first.metric} (mean ± std over seeds)"), _score_table(by_width, widths)]
+    table, readings = _share_table(by_width, widths)
+    blocks += [("h3", f"Share of what vanilla's attention adds (its gain over `{NONE_KIND}`)"),
+               ("p", "Per kind: (its score - none's) / (vanilla's - none's), on the log scale for perplexity; the "
+                     "bracket is the 95% interval of its paired loss against vanilla. — where vanilla is not clearly "
+                     f"better than `{NONE_KIND}` at that width (no gain to share) or the kind was not trained."),
+               table]
+    if readings:
+        blocks += [("p", "Reading (a share moves only where its intervals at the narrowest and widest width do not "
+                         "overlap):"), ("list", readings)]
+    if first.data in DIAGNOSTIC_CORPORA:
+        blocks += [("h3", f"Seeds that learned it (test accuracy at least {LEARNED_ACCURACY:.0%})"),
+                   _learned_table(by_width, study, key, widths)]
+    learning = _learning_items(by_width)
+    if learning:
+        blocks += [("h3", "Did vanilla flatten?"), ("list", learning)]
+    rows = _compute_rows(study, key, by_width)
+    if rows:
+        blocks += [("h3", "Compute per run"),
+                   ("p", f"Vanilla's parameters; tokens trained (mean over its seeds); FLOPs ≈ "
+                         f"{FLOPS_PER_PARAM_TOKEN} × parameters without embeddings × tokens (attention's products "
+                         "over pairs of positions not counted); wall time of one run (median over every kind and "
+                         "seed) and of all the width's runs, as trained here."),
+                   ("table", ["width", "parameters", "without embeddings", "tokens", "FLOPs", "one run", "all runs"],
+                    rows)]
+    return blocks
+
+
+def _claims_block(study: Study) -> list[Block]:
+    columns = {w: {v.number: verdict_label(v) for v in evaluate_claims(list(
+        g[w] for g in study.groups.values() if w in g))} for w in study.widths}
+    rows = [[f"{claim.number}. {claim.claim}", *[columns[w].get(claim.number, "—") for w in study.widths]]
+            for claim in CLAIMS]
+    return [("h2", "The claims at each width"),
+            ("p", "Each width's verdicts, as its own report (width-W/report.md) gives them with their reasons; a claim "
+                  "becomes decidable at a width where `none` clearly fails the test that the kinds pass."),
+            ("table", ["claim", *[f"width {w}" for w in study.widths]], rows)]
+
+
+def _header(study: Study) -> list[Block]:
+    first = study.results[study.widths[0]]
+    seeds = sorted({int(r.get("seed", 0)) for res in study.results.values() for r in res["runs"]})
+    code = sorted({describe_code((r.get("provenance") or {}).get("code")) for res in study.results.values()
+                   for r in res["runs"] if (r.get("provenance") or {}).get("code")})
+    items = [f"widths (d_model, with d_ff = 4 d_model; heads and layers as each task has them): "
+             f"{', '.join(map(str, study.widths))}",
+             f"seeds: {', '.join(map(str, seeds)) or 'none'}",
+             f"size: {first.get('size') or 'custom'}; every width trains each task with the same data, steps and "
+             "tokens (the task's budget at this size)",
+             *[f"command: `{c}`" for c in first.get("commands", [])],
+             f"trained by: {'; '.join(code) or 'code not recorded'}",
+             "each width's own report, with every table, curve and verdict reason: " + ", ".join(
+                 f"[width {w}]({WIDTH_PREFIX}{w}/report.md)" for w in study.widths)]
+    return [("h1", f"Synthesizer scale study: {', '.join(first.get('presets') or ['runs'])}"), ("list", items),
+            ("p", f"What is measured: the widths listed, each trained for the same number of tokens. Nothing here "
+                  f"says what happens beyond the widest width, at other budgets, or at the paper's scale; a trend "
+                  "between two widths is a trend between those two widths.")]
+
+
+def write_scale_report(root: str | Path) -> Path:
+    """Write ``ROOT/report.md`` (and report.html, the plots) from the width folders' results.json."""
+    study = Study(root)
+    folder = Path(root)
+    blocks = _header(study)
+    for key in study.groups:
+        blocks += _task_blocks(study, key, folder)
+    blocks += _claims_block(study)
+    md, _ = write_report(blocks, folder, "Synthesizer scale study")
+    return md

@@ -1,0 +1,134 @@
+"""A scale study (`compare --widths` / `--preset scale`): one comparison per width, seed rounds, the report across widths."""
+
+import json
+import re
+import os
+from pathlib import Path
+
+import pytest
+
+from synthesizer.comparison import run_comparison
+from synthesizer.comparison.command import plan_commands
+from synthesizer.comparison.main import main
+from synthesizer.comparison.plan import Options
+from synthesizer.comparison.scale import width_overrides, widths_of
+from synthesizer.report.scale import Study, trend, width_folders
+from synthesizer.report.tables import Share
+from synthesizer.tasks.config import ExperimentConfig
+
+from .test_compare import FakeRunner, load_fn
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def config_fn(name, overrides):
+    """The preset's config checked as it is, then a tiny one that keeps the width and step overrides."""
+    ExperimentConfig.from_file(name, overrides)
+    base = {"task": "lm", "data": {"corpus": "sotu"}, "model": {"d_model": 16, "n_heads": 2, "n_layers": 1,
+                                                                 "max_len": 16},
+            "train": {"max_steps": 5}, "tokenizer": {"vocab_size": 300}, "batch": {"block_size": 16}}
+    return ExperimentConfig.from_dict(base, [o for o in overrides if o.startswith(("model.d_", "train.max_steps"))])
+
+
+class WidthRunner(FakeRunner):
+    """Vanilla gains 10 perplexity per doubling of the width over `none`'s 110; random keeps less of it as
+    the model widens (90% at width 16, 60% at 32), with a little noise per seed."""
+
+    def __call__(self, cfg, out_dir, resume=False, progress=True):
+        result = super().__call__(cfg, out_dir, resume, progress)
+        width = cfg.model["d_model"]
+        gain = 10.0 * {16: 1, 32: 2}.get(width, 1)
+        share = {"vanilla": 1.0, "none": 0.0, "random": 0.9 if width == 16 else 0.6}[cfg.attention]
+        ppl = 110.0 - share * gain + 0.1 * cfg.seed * (1 if cfg.attention == "random" else -1)
+        result["test_metrics"] = {"perplexity": ppl}
+        result["width_seen"] = width
+        (out_dir / "result.json").write_text(json.dumps(result))
+        return result
+
+
+def test_the_widths_come_from_the_option_or_the_preset_at_its_size():
+    assert widths_of(Options("scale", "standard")) == (32, 64, 128)
+    assert widths_of(Options("scale", "quick")) == (16, 32)
+    assert widths_of(Options("lm", "standard")) == ()  # one width: the task's own
+    assert widths_of(Options("lm", widths=(64, 32, 64))) == (64, 32)
+    assert widths_of(Options("scale", widths=())) == ()  # an empty list turns the sweep off
+    assert width_overrides(48) == ["model.d_model=48", "model.d_ff=192"]
+    with pytest.raises(ValueError, match="--widths"):
+        widths_of(Options("lm", widths=(0,)))
+
+
+def test_a_scale_study_trains_every_width_in_seed_rounds_and_reads_the_trend(tmp_path):
+    runner, lines = WidthRunner(), []
+    results = run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=["none"], seeds=3, out=tmp_path,
+                             run_fn=runner, config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lines.append,
+                             widths=(16, 32))
+    # seed 0 at every width before seed 1 anywhere: an interrupted study already reads across the widths
+    seeds = [seed for _, seed, _, _ in runner.calls]
+    assert seeds == [0] * 6 + [1] * 6 + [2] * 6
+    assert set(width_folders(tmp_path)) == {16, 32}
+    for width in (16, 32):
+        saved = json.loads((tmp_path / f"width-{width}" / "results.json").read_text())
+        assert {r["width_seen"] for r in saved["runs"]} == {width}
+        assert len(saved["runs"]) == 9 and (tmp_path / f"width-{width}" / "report.md").is_file()
+    assert len(results["runs"]) == 18
+    study = Study(tmp_path)
+    random = {w: g.row("random").attention_share for w, g in study.groups["lm-sotu"].items()}
+    assert random[16].value == pytest.approx(0.9, abs=0.05) and random[32].value == pytest.approx(0.6, abs=0.06)
+    report = (tmp_path / "report.md").read_text()
+    assert re.search(r"random.s share of what vanilla.s attention adds: falls: 8\d% \[", report)
+    assert "[width 16](width-16/report.md)" in report and (tmp_path / "scale_lm-sotu.png").is_file()
+    assert "| 2. Trained random and dense" in report  # the claims at each width
+    # the same command again trains nothing and rewrites the report from the folders
+    again = WidthRunner()
+    run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=["none"], seeds=3, out=tmp_path,
+                   run_fn=again, config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None,
+                   widths=(16, 32))
+    assert again.calls == []
+
+
+def test_the_trend_moves_only_where_the_intervals_part():
+    assert trend([(16, Share(0.9, 0.85, 0.95)), (32, Share(0.6, 0.5, 0.7))]).startswith("falls: 90% [85%, 95%] at 16")
+    assert trend([(16, Share(0.5, 0.4, 0.6)), (32, Share(0.8, 0.7, 0.9))]).startswith("rises")
+    assert trend([(16, Share(0.8, 0.6, 0.9)), (32, Share(0.7, 0.5, 0.85))]).startswith("no clear change")
+    unmeasured = Share(0.7, -float("inf"), float("inf"))
+    assert trend([(16, Share(0.9, 0.85, 0.95)), (32, unmeasured)]).endswith("(no interval measured, so no direction)")
+
+
+def test_the_plan_of_a_scale_study_lists_every_width_in_its_folder(tmp_path):
+    lines = plan_commands(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32)),
+                          config_fn, log=lambda line: None)
+    assert len(lines) == 2
+    for line, width in zip(lines, (16, 32)):
+        assert f"--set model.d_model={width} --set model.d_ff={4 * width}" in line
+        assert f"{tmp_path}/width-{width}/runs/lm-sotu/vanilla/seed0" in line
+
+
+def test_compare_names_the_scale_option_and_renders_a_scale_folder(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--widths" in capsys.readouterr().out
+    run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=["none"], out=tmp_path, run_fn=WidthRunner(),
+                   config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None, widths=(16, 32))
+    (tmp_path / "report.md").unlink()
+    assert main(["--render", str(tmp_path)]) == 0
+    assert (tmp_path / "report.md").is_file() and "scale report" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="leave out --out"):
+        main(["--render", str(tmp_path), "--out", str(tmp_path / "elsewhere")])
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not present (the translation task reads it)")
+def test_the_quick_scale_study_trains_for_real(tmp_path, monkeypatch):
+    """The quick form, shrunk to seconds: two widths, one seed, vanilla and none, a few steps on every task."""
+    monkeypatch.setenv("SYNTHESIZER_DATA", str(SHARED))
+    monkeypatch.chdir(tmp_path)
+    code = main(["--preset", "scale", "--size", "quick", "--kinds", "vanilla", "--baselines", "none", "--steps", "3",
+                 "--set", "data.limit=64", "--set", "eval.max_eval_examples=8", "--no-heatmaps", "--out", "study"])
+    assert code == 0
+    study = Study(tmp_path / "study")
+    assert study.widths == [16, 32]
+    assert set(study.groups) == {"lm-sotu-subset", "translation-libreoffice-en-de", "lm-diag-mqar", "lm-diag-mqar-long"}
+    for width in (16, 32):
+        run = next(r for r in study.results[width]["runs"] if r["attention"] == "vanilla")
+        assert run["config"]["model"]["d_model"] == width and run["config"]["model"]["d_ff"] == 4 * width
+    assert "Seeds that learned it" in (tmp_path / "study" / "report.md").read_text()
+    assert os.path.getsize(tmp_path / "study" / "report.html") > 0
