@@ -135,6 +135,25 @@ def test_memory_peaks_grow_with_length():
     assert peaks[256]["fwd_bwd"] > peaks[16]["fwd_bwd"] and peaks[256]["fwd_bwd"] >= 2 * 2 * 256 * 256 * 4
 
 
+def test_activation_memory_leaves_out_the_parameters_gradients():
+    """A random synthesizer's (H, n, n) R gets a gradient as large as itself: weights' memory, not activations."""
+    from synthesizer.attention.factory import build_mixer
+    from synthesizer.bench.memory import activation_bytes, parameter_gradient_bytes
+
+    rnd = build_mixer("random", 16, 2, 256)
+    r_bytes = 2 * 256 * 256 * 4  # R: 2 heads x 256 x 256 float32
+    assert parameter_gradient_bytes(rnd) == sum(p.nbytes for p in rnd.parameters()) > r_bytes
+    rnd.value.requires_grad_(False)  # frozen parameters get no gradient
+    assert parameter_gradient_bytes(rnd) == sum(p.nbytes for p in rnd.parameters()) - rnd.value.weight.nbytes - rnd.value.bias.nbytes
+    assert activation_bytes(None, rnd) is None and activation_bytes(10, rnd) == 0
+    assert activation_bytes(parameter_gradient_bytes(rnd) + 4096, rnd) == 4096
+    peaks = layer.measure_memory({"random": [256]}, 2, 16, 2, False, torch.device("cpu"), 1)["random"][256]
+    if peaks["fwd_bwd"] is None:
+        pytest.skip("no peak-RSS counters on this system")
+    assert peaks["param_grads"] > r_bytes
+    assert peaks["activations"] == max(peaks["fwd_bwd"] - peaks["param_grads"], 0)
+
+
 @pytest.mark.parametrize("rss_before, hwm_after, want", [(1000, 980, 0), (1000, 1000, 0), (1000, 1100, 100 * 1024)])
 def test_cpu_peak_is_never_negative(monkeypatch, rss_before, hwm_after, want):
     """The kernel updates its RSS counters lazily: the high-water mark read after tiny work can lie

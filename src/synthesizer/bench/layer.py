@@ -133,7 +133,8 @@ def _time_lengths(args: argparse.Namespace, names: list[str], device: torch.devi
 
 
 def _add_memory(args: argparse.Namespace, names: list[str], rows: list[dict], device: torch.device, env: dict) -> None:
-    """Each row's ``peak_forward_bytes`` and ``peak_bytes``, measured in fresh processes."""
+    """Each row's ``peak_forward_bytes``, ``peak_bytes`` and ``activation_bytes`` (the forward+backward's peak
+    less the parameters' gradients, ``param_grad_bytes``), measured in fresh processes."""
     # One process per layer, so that nothing another layer left behind can hide a peak; the
     # quick run shares one (each start costs seconds) and relies on freed memory going back at once.
     seqs = {name: [r["seq"] for r in rows if r["kind"] == name] for name in names}
@@ -145,6 +146,7 @@ def _add_memory(args: argparse.Namespace, names: list[str], rows: list[dict], de
                 p = peaks.get(r["kind"], {}).get(r["seq"], {})
                 if r["kind"] in group:
                     r["peak_forward_bytes"], r["peak_bytes"] = p.get("forward"), p.get("fwd_bwd")
+                    r["param_grad_bytes"], r["activation_bytes"] = p.get("param_grads"), p.get("activations")
             bar.update()
 
 
@@ -166,7 +168,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         _add_memory(args, names, rows, device, env)
     for seq in sorted(args.seqs):
         _add_ratios([r for r in rows if r["seq"] == seq],
-                    ("forward_s", "fwd_bwd_s") + (() if args.no_memory else ("peak_bytes",)))
+                    ("forward_s", "fwd_bwd_s") + (() if args.no_memory else ("peak_bytes", "activation_bytes")))
     for r in rows:
         r["skipped_longer"] = dropped.get(r["kind"])
     return rows

@@ -78,9 +78,22 @@ def in_fresh_process(spec: dict, what: str, module: str = "synthesizer.bench.mem
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def parameter_gradient_bytes(module: torch.nn.Module) -> int:
+    """The bytes of the gradients a backward pass gives ``module``'s trainable parameters: weights' memory,
+    not activations (a random synthesizer's (H, n, n) gradient is as large as its R)."""
+    return sum(p.nbytes for p in module.parameters() if p.requires_grad)
+
+
+def activation_bytes(peak: int | None, module: torch.nn.Module) -> int | None:
+    """A forward+backward's activation memory: its peak growth less the parameters' own gradients (None with
+    no peak measured; at least 0, as the peak's counters are coarse)."""
+    return None if peak is None else max(peak - parameter_gradient_bytes(module), 0)
+
+
 def layer_peaks(name: str, seqs: list[int], batch: int, d_model: int, heads: int, causal: bool,
                 device: torch.device) -> dict[int, dict[str, int | None]]:
-    """Peak bytes of one forward (no_grad) and one forward+backward of layer ``name`` at each length.
+    """Peak bytes of one forward (no_grad) and one forward+backward of layer ``name`` at each length, the
+    bytes of its parameters' gradients and the activations (the forward+backward's peak less them).
 
     The layer is rebuilt per length (max_len = seq, as in the timings) and first run twice on a
     16-token input, which pays the one-off allocations (thread pools, kernel set-up) outside the peak.
@@ -103,7 +116,8 @@ def layer_peaks(name: str, seqs: list[int], batch: int, d_model: int, heads: int
 
         fwd = peak_bytes(forward, device)
         fwd_bwd = peak_bytes(lambda: layer(x).backward(grad), device)
-        peaks[seq] = {"forward": fwd, "fwd_bwd": fwd_bwd}
+        peaks[seq] = {"forward": fwd, "fwd_bwd": fwd_bwd, "param_grads": parameter_gradient_bytes(layer),
+                      "activations": activation_bytes(fwd_bwd, layer)}
         del layer, x, grad, warm
     return peaks
 

@@ -9,7 +9,8 @@ attention weights across the batch, so batch 1 is their worst case). The models 
 stepped round-robin so that load on a shared machine hits them alike; ratios are to ``vanilla`` of
 the same run. Peak memory is measured afterwards in one fresh process per task and batch (see
 ``model_peaks``): ``state_bytes`` (weights and AdamW state) plus ``step_peak_bytes`` (what
-one step allocates above them). Dropout is 0: with dropout on the
+one step allocates above them), and ``activation_bytes``, that step's peak less the parameters' gradients
+(a random synthesizer's (H, n, n) R has a gradient as large as itself: weights, not activations). Dropout is 0: with dropout on the
 attention probabilities, the fused CPU attention kernel falls back to its slow path, and that would
 measure the kernel, not the architecture.
 """
@@ -29,7 +30,7 @@ from ..training.optim import build_optimizer
 from .env import environment, progress_bar
 from .flops import layer_flops
 from .timed_layers import linformer_k
-from .memory import fresh_process_device, in_fresh_process, peak_bytes
+from .memory import activation_bytes, fresh_process_device, in_fresh_process, peak_bytes
 from .timing import interleaved_medians
 
 CAUSAL_BASELINES = ("lightconv", "dynamicconv")
@@ -119,7 +120,8 @@ def measure_memory(task: str, kinds: list[str], sizes: dict, device: torch.devic
 
 def model_peaks(task: str, kinds: list[str], sizes: dict, device: torch.device) -> dict[str, dict[str, int | None]]:
     """{kind: {"state_bytes": weights and AdamW's buffers, "step_peak_bytes": what one training step
-    (activations, gradients) allocates above them}} for the models of ``task``.
+    (activations, gradients) allocates above them, "activation_bytes": that peak less the parameters'
+    gradients}} for the models of ``task``.
 
     Each model first takes one step on a (1, 16) batch: that creates AdamW's state and pays the
     one-off allocations outside the peak; the measured step then runs on the full batch.
@@ -134,7 +136,9 @@ def model_peaks(task: str, kinds: list[str], sizes: dict, device: torch.device) 
         step = training_step(task, model, optimizer, *batch_data(sizes, device))
         tensors = [p for p in model.parameters()] + [t for s in optimizer.state.values() for t in s.values()
                                                     if isinstance(t, torch.Tensor)]
-        peaks[kind] = {"state_bytes": sum(t.nbytes for t in tensors), "step_peak_bytes": peak_bytes(step, device)}
+        peak = peak_bytes(step, device)
+        peaks[kind] = {"state_bytes": sum(t.nbytes for t in tensors), "step_peak_bytes": peak,
+                       "activation_bytes": activation_bytes(peak, model)}
         del model, optimizer, step, tensors
     return peaks
 
@@ -144,8 +148,9 @@ def _add_ratios(rows: list[dict]) -> None:
     for r in rows:
         r["tokens_per_s_vs_vanilla"] = r["tokens_per_s"] / base["tokens_per_s"] if base else None
         r["flops_vs_vanilla"] = base["flops"] / r["flops"] if base else None  # >1: fewer FLOPs than vanilla
-        ok = base is not None and r.get("peak_bytes") is not None and base.get("peak_bytes")
-        r["peak_vs_vanilla"] = r["peak_bytes"] / base["peak_bytes"] if ok else None
+        for field, ratio in (("peak_bytes", "peak_vs_vanilla"), ("activation_bytes", "activation_vs_vanilla")):
+            ok = base is not None and r.get(field) is not None and base.get(field)
+            r[ratio] = r[field] / base[field] if ok else None
 
 
 def run(args: argparse.Namespace) -> list[dict]:
@@ -171,6 +176,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         for r in task_rows:
             p = peaks.get(r["kind"], {})
             r["state_bytes"], r["step_peak_bytes"] = p.get("state_bytes"), p.get("step_peak_bytes")
+            r["activation_bytes"] = p.get("activation_bytes")
             known = r["state_bytes"] is not None and r["step_peak_bytes"] is not None
             r["peak_bytes"] = r["state_bytes"] + r["step_peak_bytes"] if known else None
         _add_ratios(task_rows)

@@ -40,27 +40,28 @@ def _spread(r: dict, key: str, scale: float = 1e3) -> str:
 
 def layer_table(rows: list[dict]) -> str:
     head = ("| seq | kind | path | params | GFLOP fwd | fwd ms [min-max] | fwd x V | fwd+bwd ms [min-max] | fwd+bwd x V "
-            "| peak fwd MiB | peak fwd+bwd MiB | mem x V |")
-    lines = [head, "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| peak fwd MiB | peak fwd+bwd MiB | activations MiB | activations x V |")
+    lines = [head, "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['seq']} | {r['kind']} | {r['path']} | {r['params']:,} | {r['flops'] / 1e9:.2f} "
                      f"| {_spread(r, 'forward')} | {_num(r.get('forward_vs_vanilla'), '.2f')} "
                      f"| {_spread(r, 'fwd_bwd')} | {_num(r.get('fwd_bwd_vs_vanilla'), '.2f')} "
                      f"| {_num(r.get('peak_forward_bytes'), '.0f', 2**-20)} | {_num(r.get('peak_bytes'), '.0f', 2**-20)} "
-                     f"| {_num(r.get('peak_vs_vanilla'), '.2f')} |")
+                     f"| {_num(r.get('activation_bytes'), '.0f', 2**-20)} | {_num(r.get('activation_vs_vanilla'), '.2f')} |")
     return "\n".join(lines)
 
 
 def model_table(rows: list[dict]) -> str:
     lines = ["| task | causal | batch | kind | params | GFLOP fwd | step ms [min-max] | tokens/s | tokens/s x V "
-             "| FLOP ratio V/kind | weights+AdamW MiB | step peak MiB | mem x V |",
-             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| FLOP ratio V/kind | weights+AdamW MiB | step peak MiB | activations MiB | activations x V |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         causal = {True: "yes", False: "no"}.get(r.get("causal"), "n/a")
         lines.append(f"| {r['task']} | {causal} | {r['batch']} | {r['kind']} | {r['params']:,} | {r['flops'] / 1e9:.1f} "
                      f"| {_spread(r, 'step')} | {r['tokens_per_s']:.0f} | {_num(r.get('tokens_per_s_vs_vanilla'), '.2f')} "
                      f"| {_num(r.get('flops_vs_vanilla'), '.2f')} | {_num(r.get('state_bytes'), '.0f', 2**-20)} "
-                     f"| {_num(r.get('step_peak_bytes'), '.0f', 2**-20)} | {_num(r.get('peak_vs_vanilla'), '.2f')} |")
+                     f"| {_num(r.get('step_peak_bytes'), '.0f', 2**-20)} | {_num(r.get('activation_bytes'), '.0f', 2**-20)} "
+                     f"| {_num(r.get('activation_vs_vanilla'), '.2f')} |")
     return "\n".join(lines)
 
 
@@ -206,14 +207,17 @@ def plot_layers(rows: list[dict], out: Path) -> list[Path]:
     written.append(out / "layer_time.png")
     fig.savefig(written[-1], dpi=110, bbox_inches="tight")
     plt.close(fig)
-    if any(r.get("peak_bytes") for r in layer):  # log scale: zero growth (tiny sizes) cannot be drawn
+    # activations: the peak less the parameters' gradients (rows of older runs: the peak itself)
+    memory = "activation_bytes" if any(r.get("activation_bytes") for r in layer) else "peak_bytes"
+    if any(r.get(memory) for r in layer):  # log scale: zero growth (tiny sizes) cannot be drawn
         fig, ax = plt.subplots(figsize=(7.5, 5.5))
         for name in names:
-            sel = sorted((r for r in layer if r["kind"] == name and r.get("peak_bytes")), key=lambda r: r["seq"])
+            sel = sorted((r for r in layer if r["kind"] == name and r.get(memory)), key=lambda r: r["seq"])
             if sel:
-                ax.plot([r["seq"] for r in sel], [r["peak_bytes"] / 2**20 for r in sel], **style(name))
-        axes_setup(ax, "peak MiB (forward + backward)",
-                   f"attention layer peak memory: batch {first['batch']}, d_model {first['d_model']}")
+                ax.plot([r["seq"] for r in sel], [r[memory] / 2**20 for r in sel], **style(name))
+        what = ("activation MiB (forward + backward peak less the parameters' gradients)"
+                if memory == "activation_bytes" else "peak MiB (forward + backward)")
+        axes_setup(ax, what, f"attention layer memory: batch {first['batch']}, d_model {first['d_model']}")
         fig.tight_layout()
         legend_outside(fig, ax)
         written.append(out / "layer_memory.png")
