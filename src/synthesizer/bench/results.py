@@ -40,13 +40,13 @@ def _spread(r: dict, key: str, scale: float = 1e3) -> str:
 
 def layer_table(rows: list[dict]) -> str:
     head = ("| seq | kind | path | params | GFLOP fwd | fwd ms [min-max] | fwd x V | fwd+bwd ms [min-max] | fwd+bwd x V "
-            "| peak fwd MiB | peak fwd+bwd MiB | activations MiB | activations x V |")
-    lines = [head, "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| fwd+bwd x SDPA | peak fwd MiB | peak fwd+bwd MiB | activations MiB | activations x V |")
+    lines = [head, "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['seq']} | {r['kind']} | {r['path']} | {r['params']:,} | {r['flops'] / 1e9:.2f} "
                      f"| {_spread(r, 'forward')} | {_num(r.get('forward_vs_vanilla'), '.2f')} "
                      f"| {_spread(r, 'fwd_bwd')} | {_num(r.get('fwd_bwd_vs_vanilla'), '.2f')} "
-                     f"| {_num(r.get('peak_forward_bytes'), '.0f', 2**-20)} | {_num(r.get('peak_bytes'), '.0f', 2**-20)} "
+                     f"| {_num(r.get('fwd_bwd_ratio'), '.2f')} | {_num(r.get('peak_forward_bytes'), '.0f', 2**-20)} | {_num(r.get('peak_bytes'), '.0f', 2**-20)} "
                      f"| {_num(r.get('activation_bytes'), '.0f', 2**-20)} | {_num(r.get('activation_vs_vanilla'), '.2f')} |")
     return "\n".join(lines)
 
@@ -143,7 +143,7 @@ def markdown(rows: list[dict], command: str | None = None, wall_s: float | None 
     if command:
         parts += ["", f"Command: `{command}`"]
     parts += ["", "Times are medians over interleaved repeats, [min-max] their spread; `x V` is the ratio to "
-              "`vanilla` measured in the same run (time or memory: below 1 is better; tokens/s: above 1 is better). "
+              "`vanilla` measured in the same run, `x SDPA` to the plain `scaled_dot_product_attention` layer (`sdpa`) (time or memory: below 1 is better; tokens/s: above 1 is better). "
               "FLOPs count matrix products only (see `synthesizer/bench/flops.py`)."]
     if rows:
         parts += ["", "## Targets", "", "Stated for the full run's sizes (`python -m synthesizer.bench all`); at other "
