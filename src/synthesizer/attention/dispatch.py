@@ -7,10 +7,10 @@ d_model 512, 8 heads, seq 1024; the figures are in docs/bench/kernels.md, reprod
 - dot products of features only (dense, factorized_random, vanilla and their mixtures): ``fused``
   (one scaled_dot_product_attention call over concatenated features) beats ``blockwise``. For the
   mixtures, ``wide_qk`` (our blocked kernel that runs the products with v at v's width instead of
-  q's, a fifth fewer multiply-adds for dense+vanilla) is ranked after it: on the idle machine it beat
-  the fused call by at most 14% at d_model 512 and seq 1024-2048, and ran 1.4-3.2x its time at the
-  small presets' training shapes (docs/bench/kernels.md, "wide_qk"), so ``auto`` keeps ``fused``
-  and the benchmark times ``wide_qk`` beside it;
+  q's, a fifth fewer multiply-adds for dense+vanilla) is ranked after it: it wins only at large
+  widths and lengths and loses at the small presets' training shapes (measured in
+  docs/bench/kernels.md, "wide_qk"), so ``auto`` keeps ``fused`` and the benchmark times
+  ``wide_qk`` beside it;
 - features mixed with a batch-shared bias (random): ``fused_bias`` (the fused kernel's forward with
   ``w * R`` as a float mask, then one blockwise backward pass, one example at a time, for dq, dk, dv
   and the gradients of R and the mixture weights together; see ``ops/fused_bias``) beats

@@ -163,6 +163,65 @@ def markdown(rows: list[dict], command: str | None = None, wall_s: float | None 
     return "\n".join(parts) + "\n"
 
 
+def _line_style(colours: dict, name: str) -> dict:
+    dashed = "[" in name or name in ("sdpa", "linformer_pypi")  # yardsticks and forced paths
+    return {"color": colours[name], "marker": "o", "markersize": 3, "label": name, "linestyle": "--" if dashed else "-"}
+
+
+def _log_axes(ax, seqs: list[int], ylabel: str, title: str) -> None:
+    ax.set(xscale="log", yscale="log", xlabel="sequence length", ylabel=ylabel, title=title)
+    ax.set_xticks(seqs, [str(s) for s in seqs])
+    ax.minorticks_off()
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _save_with_legend_outside(fig, ax, path: Path) -> Path:
+    """One legend right of the axes, where it hides no line; the figure is saved and closed."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.legend(*ax.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
+               frameon=False)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _plot_layer_time(layer: list[dict], colours: dict, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    seqs = sorted({r["seq"] for r in layer})
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
+    for ax, key, title in zip(axes, ("forward_s", "fwd_bwd_s"), ("forward", "forward + backward")):
+        for name in colours:
+            sel = sorted((r for r in layer if r["kind"] == name), key=lambda r: r["seq"])
+            ax.plot([r["seq"] for r in sel], [r[key] * 1e3 for r in sel], **_line_style(colours, name))
+        _log_axes(ax, seqs, "ms (median)", title)
+    first = layer[0]
+    fig.suptitle(f"attention layer time: batch {first['batch']}, d_model {first['d_model']}, {first['heads']} heads, "
+                 f"{first['threads']} threads, torch {first['torch']}")
+    return _save_with_legend_outside(fig, axes[1], path)
+
+
+def _plot_layer_memory(layer: list[dict], colours: dict, path: Path) -> Path | None:
+    import matplotlib.pyplot as plt
+
+    # activations: the peak less the parameters' gradients (rows of older runs: the peak itself)
+    memory = "activation_bytes" if any(r.get("activation_bytes") for r in layer) else "peak_bytes"
+    if not any(r.get(memory) for r in layer):  # log scale: zero growth (tiny sizes) cannot be drawn
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    for name in colours:
+        sel = sorted((r for r in layer if r["kind"] == name and r.get(memory)), key=lambda r: r["seq"])
+        if sel:
+            ax.plot([r["seq"] for r in sel], [r[memory] / 2**20 for r in sel], **_line_style(colours, name))
+    what = ("activation MiB (forward + backward peak less the parameters' gradients)"
+            if memory == "activation_bytes" else "peak MiB (forward + backward)")
+    _log_axes(ax, sorted({r["seq"] for r in layer}), what,
+              f"attention layer memory: batch {layer[0]['batch']}, d_model {layer[0]['d_model']}")
+    return _save_with_legend_outside(fig, ax, path)
+
+
 def plot_layers(rows: list[dict], out: Path) -> list[Path]:
     """layer_time.png (forward and forward+backward) and layer_memory.png, log-log, one line per layer."""
     import matplotlib
@@ -174,56 +233,10 @@ def plot_layers(rows: list[dict], out: Path) -> list[Path]:
     if not layer:
         return []
     names = list(dict.fromkeys(r["kind"] for r in layer))
-    seqs = sorted({r["seq"] for r in layer})
     colours = {name: plt.get_cmap("tab20")(i % 20) for i, name in enumerate(names)}
-
-    def style(name: str) -> dict:
-        dashed = "[" in name or name in ("sdpa", "linformer_pypi")  # yardsticks and forced paths
-        return {"color": colours[name], "marker": "o", "markersize": 3, "label": name, "linestyle": "--" if dashed else "-"}
-
-    def axes_setup(ax, ylabel: str, title: str) -> None:
-        ax.set(xscale="log", yscale="log", xlabel="sequence length", ylabel=ylabel, title=title)
-        ax.set_xticks(seqs, [str(s) for s in seqs])
-        ax.minorticks_off()
-        ax.grid(True, which="major", alpha=0.3)
-
-    def legend_outside(fig, ax) -> None:
-        """One legend right of the axes, where it hides no line."""
-        fig.legend(*ax.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
-                   frameon=False)
-
-    written = []
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
-    for ax, key, title in zip(axes, ("forward_s", "fwd_bwd_s"), ("forward", "forward + backward")):
-        for name in names:
-            sel = sorted((r for r in layer if r["kind"] == name), key=lambda r: r["seq"])
-            ax.plot([r["seq"] for r in sel], [r[key] * 1e3 for r in sel], **style(name))
-        axes_setup(ax, "ms (median)", title)
-    first = layer[0]
-    fig.suptitle(f"attention layer time: batch {first['batch']}, d_model {first['d_model']}, {first['heads']} heads, "
-                 f"{first['threads']} threads, torch {first['torch']}")
-    fig.tight_layout()
-    legend_outside(fig, axes[1])
-    written.append(out / "layer_time.png")
-    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    # activations: the peak less the parameters' gradients (rows of older runs: the peak itself)
-    memory = "activation_bytes" if any(r.get("activation_bytes") for r in layer) else "peak_bytes"
-    if any(r.get(memory) for r in layer):  # log scale: zero growth (tiny sizes) cannot be drawn
-        fig, ax = plt.subplots(figsize=(7.5, 5.5))
-        for name in names:
-            sel = sorted((r for r in layer if r["kind"] == name and r.get(memory)), key=lambda r: r["seq"])
-            if sel:
-                ax.plot([r["seq"] for r in sel], [r[memory] / 2**20 for r in sel], **style(name))
-        what = ("activation MiB (forward + backward peak less the parameters' gradients)"
-                if memory == "activation_bytes" else "peak MiB (forward + backward)")
-        axes_setup(ax, what, f"attention layer memory: batch {first['batch']}, d_model {first['d_model']}")
-        fig.tight_layout()
-        legend_outside(fig, ax)
-        written.append(out / "layer_memory.png")
-        fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-        plt.close(fig)
-    return written
+    written = [_plot_layer_time(layer, colours, out / "layer_time.png"),
+               _plot_layer_memory(layer, colours, out / "layer_memory.png")]
+    return [path for path in written if path is not None]
 
 
 def write_results(rows: list[dict], out: str | Path, command: str | None = None, wall_s: float | None = None) -> list[Path]:
