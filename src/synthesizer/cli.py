@@ -23,6 +23,7 @@ EPILOG_TRAIN = """examples:
   synthesizer train --config lm-sotu-small --attention random
   synthesizer train --config my.yaml --set train.max_steps=2000 --set model.d_model=128
   synthesizer train --config mt-bible-small --out runs/mt --resume
+  synthesizer train --config mt-bible-small --print-config      # every value, defaults filled in
   torchrun --nproc_per_node 2 -m synthesizer train --config cls-rotten-small
 """
 
@@ -54,6 +55,8 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override a config value, e.g. train.max_steps=500 (repeatable)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("--print-config", action="store_true",
+                   help="print the config with every default filled in (YAML) and exit without training")
     t.add_argument("--threads", type=int, metavar="N", help="CPU threads for torch (default: torch's choice; "
                    "1 is often faster on a busy machine)")
 
@@ -148,6 +151,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     cfg = ExperimentConfig.from_file(args.config, args.overrides)
     if args.attention:
         cfg = cfg.with_attention(args.attention)
+    if args.print_config:
+        import yaml
+
+        print(yaml.safe_dump(json.loads(json.dumps(cfg.resolved())), sort_keys=False), end="")
+        return 0
     out = Path(args.out) if args.out else Path("runs") / f"{resolve_config(args.config).stem}-{cfg.attention}"
     check_out_dir("--out", out)
     try:

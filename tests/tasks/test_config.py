@@ -122,3 +122,61 @@ def test_bad_values_stop_the_cli_before_a_run_folder_exists(override, key, tmp_p
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.startswith("error: ") and key in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_sections_are_read_by_attribute_with_the_dataclasses_defaults():
+    cfg = ExperimentConfig.from_dict(BASE, ["batch.max_src_len=48", "eval.beam_size=2"])
+    assert (cfg.model.d_model, cfg.model.max_len, cfg.model.attention) == (32, 512, "vanilla")  # given, then defaults
+    assert (cfg.train.max_steps, cfg.train.lr, cfg.train.clip_norm) == (5, 1e-3, 1.0)
+    assert (cfg.batch.max_tokens, cfg.batch.max_src_len, cfg.batch.block_size) == (4096, 48, None)
+    assert (cfg.eval.beam_size, cfg.eval.batch_size, cfg.eval.length_penalty) == (2, 64, 0.6)
+    assert (cfg.tokenizer.vocab_size, cfg.data.corpus, cfg.data.max_history) == (8000, "sotu", 3)
+    # the sections as written are what a run folder keeps: no default is added to them
+    assert cfg.to_dict()["batch"] == {"max_src_len": 48} and "lr" not in cfg.to_dict()["train"]
+    assert ExperimentConfig(**cfg.to_dict()) == cfg
+    with pytest.raises(AttributeError, match="'batch' has no key 'max_tokenz'.*max_tokens"):
+        cfg.batch.max_tokenz
+    with pytest.raises(AttributeError, match="'model' has no key 'vocab_size'"):  # set from the tokenizer
+        cfg.model.vocab_size
+    no_steps = {**BASE, "train": {}}
+    with pytest.raises(ValueError, match="train.max_steps is required"):
+        ExperimentConfig.from_dict(no_steps).train.max_steps
+
+
+@pytest.mark.parametrize("task, data, expected", [("translation", {"corpus": "bible-en-de"}, 0.1),
+                                                  ("pretrain", {"corpora": ["sotu"]}, 0.0),
+                                                  ("lm", {"corpus": "sotu"}, 0.0)])
+def test_label_smoothing_has_one_default_per_task_and_a_given_value_wins(task, data, expected):
+    cfg = ExperimentConfig.from_dict({"task": task, "data": data, "train": {"max_steps": 1}})
+    assert cfg.label_smoothing == expected and cfg.resolved()["train"]["label_smoothing"] == expected
+    given = ExperimentConfig.from_dict({"task": task, "data": data, "train": {"max_steps": 1, "label_smoothing": 0.2}})
+    assert given.label_smoothing == 0.2
+
+
+def test_print_config_shows_every_default_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    import yaml
+
+    from synthesizer.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--config", "mt-libreoffice-small", "--attention", "dense", "--set", "eval.beam_size=3",
+                 "--print-config"]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown["model"]["attention"] == "dense" and shown["eval"]["beam_size"] == 3
+    assert shown["batch"]["max_sentences"] is None and shown["train"]["label_smoothing"] == 0.1
+    assert set(shown) == {"task", "data", "model", "train", "tokenizer", "batch", "eval", "seed", "init_from"}
+    assert "vocab_size" not in shown["model"] and "seed" not in shown["train"]  # derived or top-level
+    assert not list(tmp_path.iterdir())
+
+
+def test_no_section_is_read_with_a_restated_default():
+    """Each default lives in its section's dataclass: reading ``cfg.<section>.get(key, default)`` would
+    restate it, so the package reads sections by attribute."""
+    import re
+    from pathlib import Path
+
+    pattern = re.compile(r"\b(cfg|config)\.(data|model|train|tokenizer|batch|eval)\.get\(")
+    package = Path(__file__).resolve().parents[2] / "src" / "synthesizer"
+    found = [f"{p.relative_to(package)}:{i}" for p in sorted(package.rglob("*.py"))
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert not found, found

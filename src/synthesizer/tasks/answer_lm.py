@@ -65,7 +65,7 @@ class AnswerLMTask(Task):
     @property
     def batch_size(self) -> int:
         longest = max(len(x) for x in self.encoded("train")[0])
-        return int(self.cfg.batch.get("max_sentences") or max(1, self.max_tokens // longest))
+        return int(self.cfg.batch.max_sentences or max(1, self.max_tokens // longest))
 
     # ------------------------------------------------------------------ training
     def step_fn(self, model: nn.Module, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:

@@ -36,8 +36,8 @@ class Task:
                  world_size: int = 1) -> None:
         self.cfg, self.corpus, self.tok = cfg, corpus, tokenizer
         self.rank, self.world_size = rank, world_size
-        self.max_len = cfg.model.get("max_len", 512)
-        self.on_too_long = cfg.model.get("on_too_long", "error")
+        self.max_len = cfg.model.max_len
+        self.on_too_long = cfg.model.on_too_long
         self._per_example: dict[str, dict] = {}  # split -> the last ``metrics`` call's per-example statistics
 
     def model_fields(self) -> dict:
@@ -88,7 +88,7 @@ class Task:
         """
         if len(ids) <= limit:
             return ids
-        if self.on_too_long == "truncate" or (cap_key is not None and cap_key in self.cfg.batch):
+        if self.on_too_long == "truncate" or (cap_key is not None and getattr(self.cfg.batch, cap_key) is not None):
             self._truncated = getattr(self, "_truncated", 0) + 1
             return ids[:limit]
         raise DataError(f"{where}: {len(ids)} tokens, more than the limit of {limit} (model.max_len={self.max_len}); "
@@ -106,11 +106,11 @@ class Task:
 
     @property
     def max_tokens(self) -> int:
-        return int(self.cfg.batch.get("max_tokens", 4096))
+        return self.cfg.batch.max_tokens
 
     @property
     def max_eval_examples(self) -> int | None:
-        return self.cfg.eval.get("max_eval_examples")
+        return self.cfg.eval.max_eval_examples
 
 
 def split_of(corpus: Corpus, split: str) -> list:

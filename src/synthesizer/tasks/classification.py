@@ -30,7 +30,7 @@ class ClassificationTask(Task):
         else:
             self.primary_metric, self.higher_is_better = "accuracy", True
             self.select_metric, self.select_mode = "accuracy", "max"
-        self.limit = int(self.cfg.batch.get("max_len", self.max_len))
+        self.limit = self.cfg.batch.max_len or self.max_len
         self._data: dict[str, tuple[list[list[int]], list[list[int]], list]] = {}
         self._sampler: LengthBucketSampler | None = None
 
@@ -103,7 +103,7 @@ class ClassificationTask(Task):
         ids, _, _ = self.encoded("train")
         if self._sampler is None:
             self._sampler, self._perm = bucket_sampler([len(x) for x in ids], self.max_tokens,
-                                                       self.cfg.batch.get("max_sentences"), self.cfg.seed,
+                                                       self.cfg.batch.max_sentences, self.cfg.seed,
                                                        self.rank, self.world_size)
         self._sampler.set_epoch(epoch)
         perm = self._perm
@@ -117,7 +117,7 @@ class ClassificationTask(Task):
         device = next(model.parameters()).device
         preds: list = [None] * len(ids)
         total = 0.0
-        for idx in length_batches([len(x) for x in ids], self.max_tokens, self.cfg.batch.get("max_sentences")):
+        for idx in length_batches([len(x) for x in ids], self.max_tokens, self.cfg.batch.max_sentences):
             batch = {k: v.to(device) for k, v in self._batch(split, idx).items()}
             out = model(batch["ids"], batch["mask"], batch.get("segments"))
             total += float(self._loss(out, batch["labels"])[0])

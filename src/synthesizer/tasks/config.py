@@ -1,12 +1,15 @@
 """ExperimentConfig: one experiment (task, data, model, training, tokenizer, batching, evaluation) as a
 dataclass that loads from YAML or JSON, takes ``a.b=value`` overrides and rejects unknown keys.
 
-Every section is a plain dict, checked key by key here (an unknown key raises ValueError naming it and
-the allowed keys) and value by value, when the config is built, by one dataclass per section:
-``model`` by ``ModelConfig``, ``train`` by ``TrainConfig`` (plus ``label_smoothing``), ``data``,
-``tokenizer``, ``batch`` and ``eval`` by :class:`DataOptions`, :class:`TokenizerOptions`,
-:class:`BatchOptions` and :class:`EvalOptions` below. A bad value raises ValueError naming the key
-(``train.lr``), the value and what is allowed, before any data is read or any folder is written.
+Every section is a :class:`Section`: the mapping as written (what ``to_dict`` and a run's
+experiment.json keep), checked key by key here (an unknown key raises ValueError naming it and the
+allowed keys) and value by value, when the config is built, by one dataclass per section: ``model``
+by ``ModelConfig``, ``train`` by :class:`TrainOptions` (``TrainConfig`` plus ``label_smoothing``),
+``data``, ``tokenizer``, ``batch`` and ``eval`` by :class:`DataOptions`, :class:`TokenizerOptions`,
+:class:`BatchOptions` and :class:`EvalOptions` below. A section is read by attribute through its
+dataclass (``cfg.train.lr``, ``cfg.batch.max_tokens``), so each value has one default: the field's.
+A bad value raises ValueError naming the key (``train.lr``), the value and what is allowed, before
+any data is read or any folder is written. ``synthesizer train --print-config`` shows every value.
 Shipped configs live in ``synthesizer/configs/*.yaml`` and are found by name (``lm-sotu-small``).
 """
 
@@ -19,6 +22,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
 from ..attention.factory import check_kind
@@ -117,10 +121,12 @@ class TokenizerOptions:
 
 @dataclass
 class BatchOptions:
-    """The ``batch`` section; None leaves the task's default. Lengths are checked against ``model.max_len``."""
+    """The ``batch`` section. Lengths are checked against ``model.max_len``; a length left None is the
+    task's, derived from ``model.max_len`` (lm: blocks of min(max_len, 256) tokens; pretraining: max_len;
+    seq2seq: sources of max_len, targets of max_len - 1; classification: max_len)."""
 
-    max_tokens: int | None = None
-    max_sentences: int | None = None
+    max_tokens: int = 4096               # tokens per batch (padding included)
+    max_sentences: int | None = None     # None: no cap on the examples per batch
     block_size: int | None = None
     max_src_len: int | None = None
     max_tgt_len: int | None = None
@@ -149,14 +155,14 @@ SEQ2SEQ_METRICS = {"translation": ("bleu", "perplexity"), "summarization": ("rou
 
 @dataclass
 class EvalOptions:
-    """The ``eval`` section; None leaves the task's default."""
+    """The ``eval`` section (decoding settings are for the seq2seq tasks)."""
 
-    beam_size: int | None = None
-    length_penalty: float | None = None
-    max_eval_examples: int | None = None
-    max_new_tokens: int | None = None
-    batch_size: int | None = None
-    metric: str | None = None  # seq2seq: the test metric the run is judged by (SEQ2SEQ_METRICS)
+    beam_size: int = 4
+    length_penalty: float = 0.6          # beam search: scores divided by ((5 + n) / 6) ** length_penalty
+    max_eval_examples: int | None = None  # None: the whole split
+    max_new_tokens: int | None = None    # None: batch.max_tgt_len + 1
+    batch_size: int = 64                 # sources decoded together
+    metric: str | None = None  # seq2seq: the test metric the run is judged by (SEQ2SEQ_METRICS); None: the first
 
     def __post_init__(self) -> None:
         _positive("eval", self, ("beam_size", "max_eval_examples", "max_new_tokens", "batch_size"))
@@ -176,6 +182,61 @@ class EvalOptions:
                              f"got {self.metric!r}")
 
 
+# Label smoothing of the token loss by task where the config leaves it unset: the paper's 0.1 for the
+# generation tasks, none for span-corruption pretraining (whose targets are short spans) and the rest.
+LABEL_SMOOTHING = {"translation": 0.1, "summarization": 0.1, "dialogue": 0.1}
+
+
+@dataclass
+class TrainOptions(TrainConfig):
+    """The ``train`` section: the trainer's ``TrainConfig`` and the loss's label smoothing."""
+
+    label_smoothing: float | None = None  # None: LABEL_SMOOTHING's value for the task (0 where it has none)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        smoothing = self.label_smoothing
+        if smoothing is not None and (isinstance(smoothing, bool) or not isinstance(smoothing, (int, float))
+                                      or not 0.0 <= smoothing < 1.0):
+            raise ValueError(f"label_smoothing must be a number in [0, 1), got {smoothing!r}")
+
+
+class Section(Mapping):
+    """One config section: the mapping as written (``section["lr"]``, ``"lr" in section``, ``dict(section)``)
+    and its values by attribute through the section's dataclass (``section.lr``), given or the field's
+    default. Keys the config may not set (the model's sizes from the tokenizer, the trainer's own) are
+    not attributes; a required key left unset raises when it is read."""
+
+    def __init__(self, name: str, given: dict, typed: Any, keys: tuple[str, ...], required: tuple[str, ...] = ()):
+        self._name, self._given, self._typed, self._keys, self._required = name, given, typed, keys, required
+
+    def __getitem__(self, key: str) -> Any:
+        return self._given[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+    def __repr__(self) -> str:
+        return repr(self._given)
+
+    def __getattr__(self, key: str) -> Any:
+        if key.startswith("_"):  # private and special names (copy, pickle) are never config keys
+            raise AttributeError(key)
+        if key not in self._keys:
+            raise AttributeError(f"config section {self._name!r} has no key {key!r}; keys: {', '.join(self._keys)}")
+        if key in self._required and key not in self._given:
+            raise ValueError(f"{self._name}.{key} is required")
+        return getattr(self._typed, key)
+
+    def resolved(self) -> dict:
+        """Every settable key with its value, given or default (what ``--print-config`` shows)."""
+        return {key: getattr(self._typed, key) for key in self._keys
+                if key in self._given or key not in self._required}
+
+
 def _keys(options: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(options))
 
@@ -187,7 +248,7 @@ MODEL_DERIVED = ("vocab_size", "pad_id", "bos_id", "eos_id", "n_classes")
 MODEL_KEYS = tuple(f.name for f in dataclasses.fields(ModelConfig) if f.name not in MODEL_DERIVED)
 # seed is top-level; model selection is the task's choice; progress is a run_experiment argument
 TRAIN_OWN = ("seed", "best_metric", "best_mode", "progress")
-TRAIN_KEYS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name not in TRAIN_OWN) + ("label_smoothing",)
+TRAIN_KEYS = tuple(f.name for f in dataclasses.fields(TrainOptions) if f.name not in TRAIN_OWN)
 TOKENIZER_KEYS = _keys(TokenizerOptions)
 BATCH_KEYS = _keys(BatchOptions)
 EVAL_KEYS = _keys(EvalOptions)
@@ -233,12 +294,12 @@ class ExperimentConfig:
     from (see ``tasks/experiment.py``); its ``tokenizer`` section is then not used."""
 
     task: str
-    data: dict
-    model: dict = field(default_factory=dict)
-    train: dict = field(default_factory=dict)
-    tokenizer: dict = field(default_factory=dict)
-    batch: dict = field(default_factory=dict)
-    eval: dict = field(default_factory=dict)
+    data: Mapping  # each section is given as a dict and kept as a Section (read by attribute)
+    model: Mapping = field(default_factory=dict)
+    train: Mapping = field(default_factory=dict)
+    tokenizer: Mapping = field(default_factory=dict)
+    batch: Mapping = field(default_factory=dict)
+    eval: Mapping = field(default_factory=dict)
     seed: int = 0
     init_from: str | None = None
 
@@ -249,7 +310,7 @@ class ExperimentConfig:
             section = getattr(self, name)
             if section is None:
                 section = {}
-            if not isinstance(section, dict):
+            if not isinstance(section, Mapping):
                 raise ValueError(f"config section {name!r} must be a mapping, got {type(section).__name__}")
             for key in section:
                 if key not in allowed:
@@ -272,7 +333,7 @@ class ExperimentConfig:
     # ------------------------------------------------------------------ checks
     def _check_values(self) -> None:
         """Build every section's dataclass once (the model with placeholder sizes), so a bad value fails
-        here, before any data is read or any run folder is written."""
+        here, before any data is read or any run folder is written; each section keeps its dataclass."""
         data = DataOptions(**self.data)
         if data.corpora is not None and self.task != PRETRAIN:
             raise ValueError(f"data.corpora (a list of corpora) is for task 'pretrain' only; give data.corpus for "
@@ -284,19 +345,37 @@ class ExperimentConfig:
         if self.task == PRETRAIN and tokenizer.vocab_size < 262 + N_SENTINELS:
             raise ValueError(f"tokenizer.vocab_size must be an integer >= {262 + N_SENTINELS} for pretraining "
                              f"(6 special tokens + {N_SENTINELS} sentinels + 256 bytes), got {tokenizer.vocab_size!r}")
-        EvalOptions(**self.eval).check_metric(self.task)
+        evaluation = EvalOptions(**self.eval)
+        evaluation.check_metric(self.task)
         model = _in_section("model", lambda: ModelConfig(vocab_size=1000, pad_id=0, bos_id=1, eos_id=2, **self.model))
-        BatchOptions(**self.batch).check_lengths(model.max_len)
-        self.train_config(max_steps=self.train.get("max_steps", 1))
-        smoothing = self.train.get("label_smoothing", 0.0)
-        if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0.0 <= smoothing < 1.0:
-            raise ValueError(f"train.label_smoothing must be a number in [0, 1), got {smoothing!r}")
+        batch = BatchOptions(**self.batch)
+        batch.check_lengths(model.max_len)
+        train = _in_section("train", lambda: TrainOptions(**{"max_steps": 1, **self.train, "seed": self.seed}))
+        typed = {"data": data, "model": model, "train": train, "tokenizer": tokenizer, "batch": batch,
+                 "eval": evaluation}
+        for name, keys in SECTIONS.items():
+            setattr(self, name, Section(name, dict(getattr(self, name)), typed[name], keys,
+                                        required=("max_steps",) if name == "train" else ()))
 
     def train_config(self, **fields: Any) -> TrainConfig:
         """The ``TrainConfig`` of the ``train`` section and ``seed`` (``fields`` add or replace fields);
         its errors name the key as ``train.<field>``."""
         train = {k: v for k, v in self.train.items() if k != "label_smoothing"}
         return _in_section("train", lambda: TrainConfig(**{**train, "seed": self.seed, **fields}))
+
+    @property
+    def label_smoothing(self) -> float:
+        """``train.label_smoothing``, or the task's (LABEL_SMOOTHING) where it is unset."""
+        given = self.train.label_smoothing
+        return float(given if given is not None else LABEL_SMOOTHING.get(self.task, 0.0))
+
+    def resolved(self) -> dict:
+        """The config with every default filled in, section by section (``--print-config``)."""
+        out: dict[str, Any] = {"task": self.task}
+        out.update({name: getattr(self, name).resolved() for name in SECTIONS})
+        out["train"]["label_smoothing"] = self.label_smoothing
+        out.update(seed=self.seed, init_from=self.init_from)
+        return out
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -338,7 +417,9 @@ class ExperimentConfig:
             raise ValueError(f"{path}: {e}") from None
 
     def to_dict(self) -> dict:
-        return copy.deepcopy(dataclasses.asdict(self))
+        """The config as written (sections hold only the keys given): what a run folder keeps."""
+        return copy.deepcopy({f.name: dict(value) if isinstance(value := getattr(self, f.name), Mapping) else value
+                              for f in dataclasses.fields(self)})
 
     def with_attention(self, kind: str) -> "ExperimentConfig":
         """A copy whose self-attention kind is ``kind`` (checked, canonical name)."""
@@ -348,7 +429,7 @@ class ExperimentConfig:
 
     @property
     def attention(self) -> str:
-        return check_kind(self.model.get("attention", ModelConfig.attention))
+        return check_kind(self.model.attention)
 
 
 def flatten_config(config: dict) -> dict:
@@ -369,7 +450,7 @@ def _in_section(section: str, build: Callable[[], Any]) -> Any:
     except ValueError as e:
         message = str(e)
         name = re.match(r"^[a-z_]+", message)
-        fields = {f.name for f in dataclasses.fields(ModelConfig)} | {f.name for f in dataclasses.fields(TrainConfig)}
+        fields = {f.name for f in dataclasses.fields(ModelConfig)} | {f.name for f in dataclasses.fields(TrainOptions)}
         if name and name.group(0) in fields:
             raise ValueError(f"{section}.{message}") from None
         raise ValueError(f"{section}: {message}") from None

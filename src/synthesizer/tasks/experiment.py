@@ -77,7 +77,7 @@ RESUMABLE = ("train.max_steps", "train.max_minutes", "train.log_every", "train.e
 
 def task_class(cfg: ExperimentConfig) -> type[Task]:
     """The task family of ``cfg``: its task's, or answer-scored LM for a generated diagnostic corpus."""
-    spec = GENERATED.get(cfg.data.get("corpus"))
+    spec = GENERATED.get(cfg.data.corpus)
     return AnswerLMTask if spec is not None and spec.answers and cfg.task == "lm" else TASK_CLASSES[cfg.task]
 
 
@@ -289,12 +289,12 @@ def _tokenizer(cfg: ExperimentConfig, corpus: Corpus, out_dir: Path, resume: boo
                 folder.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(Path(cfg.init_from) / TOKENIZER_DIR / TOKENIZER_FILE, folder / TOKENIZER_FILE)
             else:
-                if cfg.data.get("corpus") in GENERATED:  # a fixed word-level vocabulary (see data/generated.py)
-                    tok = fixed_tokenizer(GENERATED[cfg.data['corpus']].vocab)
+                if cfg.data.corpus in GENERATED:  # a fixed word-level vocabulary (see data/generated.py)
+                    tok = fixed_tokenizer(GENERATED[cfg.data.corpus].vocab)
                 else:
                     extra = sentinel_tokens() if cfg.task == PRETRAIN else ()
-                    tok = Tokenizer.train(corpus.texts("train"), vocab_size=int(cfg.tokenizer.get("vocab_size", 8000)),
-                                          min_frequency=int(cfg.tokenizer.get("min_frequency", 2)), extra_special=extra)
+                    tok = Tokenizer.train(corpus.texts("train"), vocab_size=cfg.tokenizer.vocab_size,
+                                          min_frequency=cfg.tokenizer.min_frequency, extra_special=extra)
                 tok.save(folder)
         provenance["tokenizer"] = tokenizer_provenance(folder / TOKENIZER_FILE)
         write_json(out_dir / DATA_FILE, provenance)

@@ -24,7 +24,7 @@ class LMTask(Task):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.block_size = int(self.cfg.batch.get("block_size", min(self.max_len, 256)))
+        self.block_size = self.cfg.batch.block_size or min(self.max_len, 256)
         if self.block_size > self.max_len:
             raise ValueError(f"batch.block_size={self.block_size} exceeds model.max_len={self.max_len}")
         self.blocks_per_batch = max(1, self.max_tokens // self.block_size)

@@ -28,10 +28,10 @@ class PretrainTask(Seq2SeqTask):
 
     def __init__(self, *args, **kwargs) -> None:
         Task.__init__(self, *args, **kwargs)  # not Seq2SeqTask's: it sets up generation metrics
-        self.chunk = int(self.cfg.batch.get("block_size", self.max_len))
+        self.chunk = self.cfg.batch.block_size or self.max_len
         self.max_src = self.chunk
         self.max_tgt = self.max_len - 1
-        self.label_smoothing = float(self.cfg.train.get("label_smoothing", 0.0))
+        self.label_smoothing = self.cfg.label_smoothing
         self.sentinels = self.tok.special_ids(sentinel_tokens())
         if not self.sentinels:
             raise ValueError("pretraining needs a tokenizer with span-corruption sentinels (<extra_id_0> ...)")
@@ -74,7 +74,7 @@ class PretrainTask(Seq2SeqTask):
         if self._sampler is None:
             # a chunk of n tokens gives a source of at most n and a target of about 0.3 n tokens
             self._sampler, self._perm = bucket_sampler([len(c) for c in chunks], self.max_tokens,
-                                                       self.cfg.batch.get("max_sentences"), self.cfg.seed,
+                                                       self.cfg.batch.max_sentences, self.cfg.seed,
                                                        self.rank, self.world_size)
         self._sampler.set_epoch(epoch)
         perm = self._perm

@@ -32,11 +32,11 @@ class Seq2SeqTask(Task):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.primary_metric = self.cfg.eval.get("metric") or SEQ2SEQ_METRICS[self.cfg.task][0]
+        self.primary_metric = self.cfg.eval.metric or SEQ2SEQ_METRICS[self.cfg.task][0]
         self.higher_is_better = self.primary_metric != "perplexity"
-        self.max_src = int(self.cfg.batch.get("max_src_len", self.max_len))
-        self.max_tgt = int(self.cfg.batch.get("max_tgt_len", self.max_len - 1))
-        self.label_smoothing = float(self.cfg.train.get("label_smoothing", 0.1))
+        self.max_src = self.cfg.batch.max_src_len or self.max_len
+        self.max_tgt = self.cfg.batch.max_tgt_len or self.max_len - 1
+        self.label_smoothing = self.cfg.label_smoothing
         self._data: dict[str, tuple[list[list[int]], list[list[int]]]] = {}
         self._sampler: LengthBucketSampler | None = None
 
@@ -71,7 +71,7 @@ class Seq2SeqTask(Task):
         srcs, tgts = self.encoded("train")
         if self._sampler is None:
             lengths = [max(len(s), len(t) + 1) for s, t in zip(srcs, tgts)]
-            self._sampler, self._perm = bucket_sampler(lengths, self.max_tokens, self.cfg.batch.get("max_sentences"),
+            self._sampler, self._perm = bucket_sampler(lengths, self.max_tokens, self.cfg.batch.max_sentences,
                                                        self.cfg.seed, self.rank, self.world_size)
         self._sampler.set_epoch(epoch)
         perm = self._perm
@@ -85,7 +85,7 @@ class Seq2SeqTask(Task):
         device = next(model.parameters()).device
         lengths = [max(len(s), len(t) + 1) for s, t in zip(srcs, tgts)]
         total, count = 0.0, 0
-        for idx in length_batches(lengths, self.max_tokens, self.cfg.batch.get("max_sentences")):
+        for idx in length_batches(lengths, self.max_tokens, self.cfg.batch.max_sentences):
             batch = {k: v.to(device) for k, v in self.collate([srcs[i] for i in idx], [tgts[i] for i in idx]).items()}
             loss, n = self._loss(model, batch, 0.0)
             total, count = total + float(loss), count + int(n)
@@ -106,10 +106,9 @@ class Seq2SeqTask(Task):
                max_new_tokens: int | None = None) -> list[str]:
         """Detokenized outputs for source id lists (in their order), by beam search or greedily."""
         ev = self.cfg.eval
-        beam = int(beam_size if beam_size is not None else ev.get("beam_size", 4))
-        max_new = int(max_new_tokens or ev.get("max_new_tokens", self.max_tgt + 1))
-        max_new = min(max_new, self.max_len - 1)
-        batch_size = int(ev.get("batch_size", 64))
+        beam = beam_size if beam_size is not None else ev.beam_size
+        max_new = min(max_new_tokens or ev.max_new_tokens or self.max_tgt + 1, self.max_len - 1)
+        batch_size = ev.batch_size
         device = next(model.parameters()).device
         order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
         out: list[str] = [""] * len(srcs)
@@ -119,7 +118,7 @@ class Seq2SeqTask(Task):
             src, mask = src.to(device), mask.to(device)
             if beam > 1:
                 seqs = beam_search(model, src, max_new, src_padding_mask=mask, num_beams=beam,
-                                   length_penalty=float(ev.get("length_penalty", 0.6))).best()
+                                   length_penalty=float(ev.length_penalty)).best()
             else:
                 seqs = generate(model, src, max_new, src_padding_mask=mask).sequences()
             for i, text in zip(idx, self.tok.decode_batch(seqs)):
