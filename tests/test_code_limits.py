@@ -177,3 +177,10 @@ def test_run_file_names_live_in_runs_files():
     owned = run_file_literals((SRC / FILES_MODULE).read_text(encoding="utf-8"))
     names = {hit.split("'")[1] for hit in owned}
     assert RUN_FILE_NAMES <= names, f"runs/files.py should name {sorted(RUN_FILE_NAMES - names)}"
+
+
+def test_the_experiment_runner_stays_a_recipe():
+    """tasks/experiment.py wires the steps of a run; the steps live in their own modules (data, run
+    folder, pretrained start, result), so the recipe reads in one sitting."""
+    lines = (PACKAGE / "tasks" / "experiment.py").read_text(encoding="utf-8").count("\n")
+    assert lines <= 300, f"tasks/experiment.py has {lines} lines; move a step into its own module"

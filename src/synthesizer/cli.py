@@ -181,7 +181,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         print(json.dumps(evaluate_folder(args.run, args.split), indent=2))
         return 0
-    from .tasks.experiment import evaluate_run
+    from .tasks.trained import evaluate_run
 
     print(json.dumps(evaluate_run(args.run, args.split, args.checkpoint), indent=2))
     return 0
@@ -205,7 +205,8 @@ def _load_for_use(run: str, checkpoint: str) -> tuple:
 
         model, tok, _, family, names = load_folder(run)
         return model, tok, family, family == "classifier" and model.config.n_classes == 1, names
-    from .tasks.experiment import TASK_CLASSES, load_trained
+    from .tasks.data import TASK_CLASSES
+    from .tasks.trained import load_trained
 
     model, tok, cfg = load_trained(run, checkpoint)
     return model, tok, TASK_CLASSES[cfg.task].family, cfg.task == "regression", read_labels(run)

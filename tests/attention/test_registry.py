@@ -152,7 +152,7 @@ def test_registered_component_state_dict_round_trip_and_gradients(registered, ki
 
 def test_registered_component_in_build_mixer_model_config_and_param_tables(registered):
     from synthesizer.models import ModelConfig, build_model
-    from synthesizer.tasks.experiment import param_summary
+    from synthesizer.tasks.result import param_summary
 
     layer = build_mixer("LW+R", D, H, L, causal=True)
     assert isinstance(layer, SynthesizerAttention) and layer.kind == "random+local_window"

@@ -421,7 +421,7 @@ def test_own_data_replaces_the_preset_corpus(tmp_path, monkeypatch):
 
 def test_quick_lm_preset_reads_the_shipped_subset_whatever_else_exists(tmp_path, monkeypatch):
     from synthesizer.data import sources
-    from synthesizer.tasks.experiment import load_data
+    from synthesizer.tasks.data import load_data
 
     other = tmp_path / "shared" / "data" / "lm" / "sotu"  # a different copy, as ../shared/data or $SYNTHESIZER_DATA
     other.mkdir(parents=True)

@@ -376,7 +376,7 @@ def runs(tmp_path_factory):
 
 
 def test_export_to_hf_and_back_is_exact_and_evaluate_generate_take_the_hf_folder(runs, tmp_path, capsys):
-    from synthesizer.tasks.experiment import load_trained
+    from synthesizer.tasks.trained import load_trained
 
     run = runs["lm"]
     code, out, err = run_cli(["export", "--run", str(run), "--out", str(tmp_path / "hf")], capsys)

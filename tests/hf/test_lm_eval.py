@@ -19,7 +19,7 @@ if importlib.util.find_spec("lm_eval") is None or importlib.util.find_spec("tran
 import torch  # noqa: E402
 
 from synthesizer.tasks import run_experiment  # noqa: E402
-from synthesizer.tasks.experiment import load_trained  # noqa: E402
+from synthesizer.tasks.trained import load_trained  # noqa: E402
 from tests.test_cli import run_cli  # noqa: E402
 from tests.tasks.test_experiment import tiny_config, write_data  # noqa: E402
 from tests.tolerances import SUM  # noqa: E402

@@ -10,7 +10,8 @@ import torch
 
 from synthesizer.data.records import DataError
 from synthesizer.tasks import ExperimentConfig, load_trained, run_experiment
-from synthesizer.tasks.experiment import LMTask, evaluate_run
+from synthesizer.tasks.lm import LMTask
+from synthesizer.tasks.trained import evaluate_run
 
 WORDS = "the cat sat on a mat and dog ran to big red house".split()
 RESULT_KEYS = {"task", "data", "attention", "seed", "config", "test_metrics", "valid_metrics", "baselines",
@@ -177,7 +178,7 @@ def test_summarization_and_dialogue_metrics(task, metrics, tmp_path):
 
 
 def test_a_dialogue_run_judged_by_perplexity_against_the_unigram_model_of_its_targets(tmp_path):
-    from synthesizer.tasks.experiment import load_data
+    from synthesizer.tasks.data import load_data
     from synthesizer.tasks.seq2seq import Seq2SeqTask
 
     files = write_data(tmp_path / "d", "mt")
@@ -346,7 +347,7 @@ def test_summarization_and_dialogue_record_per_example_statistics_of_their_prima
 
 
 def test_max_words_keeps_the_short_examples_of_every_split_before_the_limit(tmp_path):
-    from synthesizer.tasks.experiment import load_data
+    from synthesizer.tasks.data import load_data
 
     files = write_data(tmp_path / "mt", "mt", n=80)
     full = load_data(tiny_config("translation", files))

@@ -12,7 +12,7 @@ from synthesizer.data import generated as g
 from synthesizer.data.sources import load_corpus
 from synthesizer.tasks import ExperimentConfig, evaluate_run, run_experiment
 from synthesizer.tasks.answer_lm import IGNORE, AnswerLMTask
-from synthesizer.tasks.experiment import task_class
+from synthesizer.tasks.data import task_class
 
 TINY = ["model.d_model=16", "model.d_ff=32", "model.n_heads=2", "model.n_layers=1", "train.max_steps=3",
         "train.eval_every=3", "train.log_every=1", "train.warmup_steps=0", "data.limit=40"]

@@ -11,7 +11,9 @@ from synthesizer.data.span_corruption import reconstruct, sentinel_tokens
 from synthesizer.comparison.presets import DEFAULT_KINDS
 from synthesizer.tasks import experiment
 from synthesizer.tasks.config import ExperimentConfig
-from synthesizer.tasks.experiment import load_data, run_experiment
+from synthesizer.tasks.data import load_data, task_class
+from synthesizer.tasks.experiment import run_experiment
+from synthesizer.tasks.trained import load_trained
 
 WORDS = "the cat sat on a mat while dogs ran far away from home under blue skies and green trees".split()
 MODEL = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 32, "dropout": 0.0}
@@ -67,7 +69,7 @@ ENCODER = {"embed.token.": "src_embed.token.", "embed.position.": "src_embed.pos
 def test_finetuning_starts_from_the_pretrained_encoder(files, tmp_path, monkeypatch, kind):
     pre = run_experiment(pretrain_cfg(files, kind), tmp_path / "pre", progress=False)
     assert pre["task"] == "pretrain" and pre["steps"] == 2 and pre["test_metrics"]["loss"] > 0
-    pretrained, _, _ = experiment.load_trained(tmp_path / "pre")
+    pretrained, _, _ = load_trained(tmp_path / "pre")
     source = pretrained.state_dict()
 
     monkeypatch.setattr(experiment, "Trainer", Recorder)
@@ -134,10 +136,10 @@ def test_pretraining_trains_on_train_texts_with_sentinels(files, pretrained):
     cfg = pretrain_cfg(files)
     corpus = load_data(cfg)
     assert corpus.task == "lm" and corpus.splits["train"][0] == (files["train"].with_suffix(".txt")).read_text().split("\n\n")[0]
-    model, tok, _ = experiment.load_trained(pretrained)
+    model, tok, _ = load_trained(pretrained)
     sentinels = tok.special_ids(sentinel_tokens())
     assert sentinels == list(range(6, 106))
-    task = experiment.task_class(cfg)(cfg, corpus, tok)
+    task = task_class(cfg)(cfg, corpus, tok)
     srcs, tgts = task.encoded("valid")
     for src, tgt, ids in zip(srcs, tgts, task.chunks("valid")):
         assert reconstruct(src, tgt, sentinels) == ids and tgt[0] == sentinels[0]
@@ -147,8 +149,8 @@ def test_pretraining_trains_on_train_texts_with_sentinels(files, pretrained):
 
 def test_the_trivial_predictor_of_pretraining_is_a_unigram_model_of_the_targets(files, pretrained):
     cfg = pretrain_cfg(files)
-    _, tok, _ = experiment.load_trained(pretrained)
-    task = experiment.task_class(cfg)(cfg, load_data(cfg), tok)
+    _, tok, _ = load_trained(pretrained)
+    task = task_class(cfg)(cfg, load_data(cfg), tok)
     counts = [0] * tok.vocab_size  # add-one counts of the training targets, each ending in </s>
     for target in task.encoded("train")[1]:
         for i in (*target, tok.eos_id):

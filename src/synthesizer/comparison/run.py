@@ -68,7 +68,8 @@ class Hooks:
             time_fn = add_timings
         if run_fn is None or config_fn is None or load_fn is None:
             from ..tasks.config import ExperimentConfig
-            from ..tasks.experiment import load_trained, run_experiment
+            from ..tasks.experiment import run_experiment
+            from ..tasks.trained import load_trained
 
             run_fn = run_fn or run_experiment
             config_fn = config_fn or ExperimentConfig.from_file

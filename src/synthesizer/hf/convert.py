@@ -29,7 +29,8 @@ from ..runs.files import (BEST, CONFIG_NAME, EXPERIMENT_FILE as RUN_EXPERIMENT_F
 from ..data.records import DataError
 from ..data.tokenizer import BOS, CLS, EOS, FILENAME as TOKENIZER_FILE, PAD, SEP, UNK, Tokenizer
 from ..tasks.config import ExperimentConfig
-from ..tasks.experiment import TASK_CLASSES, evaluate_model, load_trained
+from ..tasks.data import TASK_CLASSES
+from ..tasks.trained import evaluate_model, load_trained
 from ..training.checkpoint import save_checkpoint
 from . import HF_CLASSES
 from .configuration_synthesizer import MODEL_TYPE, SynthesizerConfig

@@ -44,7 +44,8 @@ def family_of(run: str | os.PathLike) -> str:
         if not known:
             raise DataError(f"{run}/config.json: architectures {architectures} name none of {', '.join(FAMILY_OF)}")
         return known[0]
-    from ..tasks.experiment import TASK_CLASSES, load_config
+    from ..tasks.data import TASK_CLASSES
+    from ..tasks.trained import load_config
 
     return TASK_CLASSES[load_config(run).task].family
 

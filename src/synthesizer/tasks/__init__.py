@@ -6,7 +6,9 @@ training extra, while ``from synthesizer.tasks import run_experiment`` works as 
 
 from .config import ExperimentConfig, resolve_config, shipped_configs
 
-_RUNNER = ("TASK_CLASSES", "evaluate_run", "load_trained", "run_experiment")
+# name -> the module that defines it
+_RUNNER = {"TASK_CLASSES": "data", "evaluate_run": "trained", "load_trained": "trained",
+           "run_experiment": "experiment"}
 
 __all__ = ["ExperimentConfig", "TASK_CLASSES", "evaluate_run", "load_trained", "resolve_config", "run_experiment",
            "shipped_configs"]
@@ -14,6 +16,7 @@ __all__ = ["ExperimentConfig", "TASK_CLASSES", "evaluate_run", "load_trained", "
 
 def __getattr__(name: str):
     if name in _RUNNER:
-        from . import experiment
-        return getattr(experiment, name)
+        import importlib
+
+        return getattr(importlib.import_module(f".{_RUNNER[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -291,7 +291,7 @@ class ExperimentConfig:
     """One experiment. ``task``: one of ``TASKS``; the sections are described in ``docs`` and in the
     shipped configs; ``seed`` seeds model init, data order and the trainer. ``init_from`` (classification,
     regression): the folder of a pretraining run whose tokenizer and encoder weights the model starts
-    from (see ``tasks/experiment.py``); its ``tokenizer`` section is then not used."""
+    from (see ``tasks/pretrained.py``); its ``tokenizer`` section is then not used."""
 
     task: str
     data: Mapping  # each section is given as a dict and kept as a Section (read by attribute)
