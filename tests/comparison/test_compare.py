@@ -20,7 +20,6 @@ from synthesizer.report import plots as plots_mod
 from synthesizer.comparison import run_comparison
 from synthesizer.comparison.main import main
 from synthesizer.comparison.pace import Pace
-from synthesizer.comparison.plan import data_name
 from synthesizer.comparison.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
 from synthesizer.runs.code import code_provenance
 from synthesizer.report.results import load_results
@@ -396,7 +395,6 @@ def test_window_speed_is_the_median(tmp_path):
                    '{"kind": "train", "tokens_per_s": 30}\n{"kind": "train", "tokens_per_s": 20}\n')
     assert window_speed(log) == 20
     assert window_speed(tmp_path / "none.jsonl") is None
-    assert data_name(ExperimentConfig.from_dict(BASE)) == "sotu"
 
 
 def test_own_data_replaces_the_preset_corpus(tmp_path, monkeypatch):

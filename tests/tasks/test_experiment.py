@@ -364,3 +364,17 @@ def test_max_words_keeps_the_short_examples_of_every_split_before_the_limit(tmp_
         load_data(tiny_config("lm", {**write_data(tmp_path / "lm", "lm"), "max_words": 5}))
     with pytest.raises(ValueError, match="data.max_words must be"):
         tiny_config("translation", {**files, "max_words": 0})
+
+
+@pytest.mark.parametrize("data", [{}, {"name": "mine"}])
+def test_the_data_name_of_a_config_is_the_loaded_corpus_name(tmp_path, data):
+    from synthesizer.tasks.data import load_data
+
+    cfg = tiny_config("translation", {**write_data(tmp_path / "d", "mt"), **data})
+    assert cfg.data_name == load_data(cfg).name == (data.get("name") or "train")
+    assert ExperimentConfig.from_dict({"task": "lm", "data": {"corpus": "sotu-subset"},
+                                       "train": {"max_steps": 1}}).data_name == load_data(
+        ExperimentConfig.from_dict({"task": "lm", "data": {"corpus": "sotu-subset"}, "train": {"max_steps": 1}})).name
+    pooled = ExperimentConfig.from_dict({"task": "pretrain", "data": {"corpora": ["sotu-subset", "spam"]},
+                                         "tokenizer": {"vocab_size": 400}, "train": {"max_steps": 1}})
+    assert pooled.data_name == "sotu-subset+spam"

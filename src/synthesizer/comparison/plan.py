@@ -56,12 +56,12 @@ class TaskPlan:
     @property
     def key(self) -> str:
         """The group of its runs, ``<task>-<data>``."""
-        return group_key(self.config.task, data_name(self.config))
+        return group_key(self.config.task, self.config.data_name)
 
     def run(self, out: Path, kind: str, seed: int) -> PlannedRun:
         """The planned run of ``kind`` and ``seed`` in its folder under ``out``."""
         cfg = self.config
-        return PlannedRun(cfg.task, data_name(cfg), kind, seed, cfg, run_folder(out, cfg, kind, seed),
+        return PlannedRun(cfg.task, cfg.data_name, kind, seed, cfg, run_folder(out, cfg, kind, seed),
                           self.name, self.overrides)
 
 
@@ -92,22 +92,10 @@ class Plan:
             log(f"{self.kept} finished run(s) recorded in {saved} without their folders: kept, not retrained")
 
 
-def data_name(cfg) -> str:
-    """The name a run's data goes by (the built-in corpus, hub id or file stem), as run_experiment reports it."""
-    d = cfg.data
-    if "corpus" in d:
-        return d["corpus"]
-    if "corpora" in d:  # pretraining on several corpora (data/pretraining.py names it so)
-        return "+".join(d["corpora"])
-    if "hub" in d:
-        return str(d["hub"])
-    return d.get("name") or Path(d["train"]).name.split(".")[0]
-
-
 def run_folder(out: Path, cfg, kind: str, seed: int) -> Path:
     """``OUT/runs/<task>-<data>/<kind>/seed<N>``; each name must be one folder name, so that no run is
     written outside ``out`` (a data name such as ``x/../..`` would be)."""
-    key = path_component("data name", group_key(cfg.task, data_name(cfg)))
+    key = path_component("data name", group_key(cfg.task, cfg.data_name))
     return out / "runs" / key / path_component("attention kind", kind) / f"seed{seed}"
 
 
@@ -155,7 +143,7 @@ def _task(task: PresetTask, preset_overrides: list[str], own: list[str], config_
     overrides = (*preset_overrides, *own)
     config = config_fn(task.config, list(overrides))
     preset_config = config_fn(task.config, list(preset_overrides)) if own else config
-    label = task.label if data_name(config) == data_name(preset_config) else ""
+    label = task.label if config.data_name == preset_config.data_name else ""
     return TaskPlan(task.config, overrides, config, label)
 
 

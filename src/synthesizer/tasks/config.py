@@ -428,6 +428,19 @@ class ExperimentConfig:
         return ExperimentConfig(**data)
 
     @property
+    def data_name(self) -> str:
+        """The name the data goes by, the corpus's ``name`` once loaded: the built-in corpus, the pooled
+        corpora joined by ``+``, the hub id, or ``data.name`` / the train file's stem for local files."""
+        d = self.data
+        if d.corpus is not None:
+            return d.corpus
+        if d.corpora is not None:  # pretraining on several corpora (data/pretraining.py names it so)
+            return "+".join(d.corpora)
+        if d.hub is not None:
+            return d.hub
+        return d.name or Path(d.train).name.split(".")[0]
+
+    @property
     def attention(self) -> str:
         return check_kind(self.model.attention)
 

@@ -33,29 +33,29 @@ def load_data(cfg: ExperimentConfig) -> Corpus:
     are read as language-modelling text) as a text corpus (``data/pretraining.py``).
     """
     d = cfg.data
-    max_words = d.get("max_words")
+    max_words = d.max_words
     if max_words is not None and (cfg.task == PRETRAIN or cfg.task == "lm"):
         raise ValueError(f"data.max_words keeps the short examples of an example corpus; a {cfg.task!r} run reads "
                          "documents, which it would drop whole: leave it out")
     # the length filter first, then the limit: data.limit examples of the short ones
-    common = {"limit": None if max_words else d.get("limit")}
+    common = {"limit": None if max_words else d.limit}
     if "max_history" in d:
-        common["max_history"] = d["max_history"]
-    if "corpora" in d:
-        corpus = pretraining_corpus(d["corpora"], limit=d.get("limit"))
-    elif "corpus" in d:
-        corpus = load_corpus(d["corpus"], **common)
-    elif "hub" in d:
-        corpus = load_hub(d["hub"], data_files=d.get("data_files"), path=d.get("path"), **common)
+        common["max_history"] = d.max_history
+    if d.corpora is not None:
+        corpus = pretraining_corpus(d.corpora, limit=d.limit)
+    elif d.corpus is not None:
+        corpus = load_corpus(d.corpus, **common)
+    elif d.hub is not None:
+        corpus = load_hub(d.hub, data_files=d.data_files, path=d.path, **common)
     else:
-        corpus = load_files("lm" if cfg.task == PRETRAIN else cfg.task, d["train"], d["valid"], d["test"],
-                            name=d.get("name"), **d.get("columns", {}), **common)
+        corpus = load_files("lm" if cfg.task == PRETRAIN else cfg.task, d.train, d.valid, d.test,
+                            name=d.name, **d.columns, **common)
     if cfg.task == PRETRAIN:
         corpus = text_corpus(corpus)
     elif corpus.task != cfg.task and not {corpus.task, cfg.task} <= {"translation", "summarization", "dialogue"}:
         raise ValueError(f"data {corpus.name!r} is a {corpus.task} corpus but task is {cfg.task!r}")
     if max_words:
-        corpus = corpus.max_words(max_words).limit(d.get("limit"))
+        corpus = corpus.max_words(max_words).limit(d.limit)
     for split in ("train", "valid", "test"):
         if not corpus.splits.get(split):
             short = f" after data.max_words={max_words} (no example that short)" if max_words else ""

@@ -37,17 +37,12 @@ class Pretrained:
         state = self.checkpoint / STATE_NAME
         step = int(torch.load(state, map_location="cpu", weights_only=True)["step"]) if state.is_file() else None
         return {"run_dir": str(self.run_dir), "checkpoint": str(self.checkpoint), "step": step,
-                "task": self.cfg.task, "data": _data_label(self.cfg), "attention": check_kind(self.model.attention)}
+                "task": self.cfg.task, "data": self.cfg.data_name, "attention": check_kind(self.model.attention)}
 
     def encoder_decoder(self) -> EncoderDecoder:
         model = EncoderDecoder(self.model)
         load_model_weights(self.checkpoint, model)
         return model
-
-
-def _data_label(cfg: ExperimentConfig) -> str:
-    d = cfg.data
-    return "+".join(d["corpora"]) if "corpora" in d else str(d.get("corpus") or d.get("hub") or d.get("train"))
 
 
 def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
