@@ -2,6 +2,8 @@
 
 - :func:`path_component`: a name that becomes one folder under ``--out`` (data names, kinds, keys).
 - :func:`check_out_dir`: an ``--out`` folder that can be written (not a file, a writable parent).
+- :class:`FieldError`: a bad value of a named field or option; a config section re-raises it with
+  the section's name in front (``lr`` -> ``train.lr``).
 - :func:`positive_int`: an option that must be an integer >= 1.
 - :func:`os_error_line`: an ``OSError`` (permission, full disk ...) as one line, without a traceback.
 - :func:`report_errors`: a command's errors as those lines and its exit status, the one rule every
@@ -28,6 +30,21 @@ ADVICE = {errno.EACCES: "check the folder's permissions", errno.EPERM: "check th
           errno.EDQUOT: "free some space (disk quota)"}
 
 
+class FieldError(ValueError):
+    """A bad value of the field ``field``; the message starts with the field's name (``lr must be ...``,
+    ``d_model=6 is not ...``), so that :meth:`within` can name the field's section in front of it."""
+
+    def __init__(self, field: str, message: str):
+        if not message.startswith(field):
+            raise AssertionError(f"a FieldError's message starts with its field {field!r}: {message!r}")
+        super().__init__(message)
+        self.field = field
+
+    def within(self, section: str) -> "FieldError":
+        """The same error for ``section.field`` (``train.lr must be ...``)."""
+        return FieldError(f"{section}.{self.field}", f"{section}.{self}")
+
+
 def path_component(option: str, value: object) -> str:
     """``value`` if it can be one folder name; ValueError naming ``option`` and the value if not:
     empty, ``.`` or ``..``, absolute, or holding a path separator (it would write outside its folder)."""
@@ -42,7 +59,7 @@ def path_component(option: str, value: object) -> str:
 def positive_int(name: str, value: object) -> int:
     """``value`` as an int if it is an integer >= 1 (a bool is not); ValueError naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise FieldError(name, f"{name} must be a positive integer, got {value!r}")
     return int(value)
 
 

@@ -180,3 +180,18 @@ def test_no_section_is_read_with_a_restated_default():
     found = [f"{p.relative_to(package)}:{i}" for p in sorted(package.rglob("*.py"))
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert not found, found
+
+
+def test_a_field_error_carries_its_field_and_takes_its_sections_name():
+    from synthesizer.errors import FieldError
+
+    with pytest.raises(FieldError) as err:
+        ExperimentConfig.from_dict(BASE, ["train.warmup_steps=-1"])
+    assert err.value.field == "train.warmup_steps" and str(err.value).startswith("train.warmup_steps must be")
+    with pytest.raises(FieldError) as err:
+        ExperimentConfig.from_dict(BASE, ["model.n_heads=3"])  # 32 is not divisible by 3: the check names d_model
+    assert err.value.field == "model.d_model"
+    with pytest.raises(ValueError, match="^model: unknown option 'foo'"):  # no field: the section names it
+        ExperimentConfig.from_dict(BASE, ["model.attention_options={foo: 1}"])
+    with pytest.raises(AssertionError):
+        FieldError("lr", "the learning rate must be positive")  # the message must start with its field

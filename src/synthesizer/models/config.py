@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ..attention.cross import CROSS_KINDS
 from ..attention.factory import check_options, resolve_kind
 from ..attention.kinds import Kind
-from ..errors import positive_int
+from ..errors import FieldError, positive_int
 
 POSITIONS = ("learned", "sinusoidal")
 POOLINGS = ("mean", "first")
@@ -58,25 +58,25 @@ class ModelConfig:
             if getattr(self, name) is not None:
                 setattr(self, name, positive_int(name, getattr(self, name)))
         if self.d_model % self.n_heads != 0:
-            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; pick n_heads that divides d_model")
+            raise FieldError("d_model", f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; pick n_heads that divides d_model")
         if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+            raise FieldError("dropout", f"dropout must be a number in [0, 1), got {self.dropout!r}")
         if not isinstance(self.tie_embeddings, bool):
-            raise ValueError(f"tie_embeddings must be true or false, got {self.tie_embeddings!r}")
+            raise FieldError("tie_embeddings", f"tie_embeddings must be true or false, got {self.tie_embeddings!r}")
         for name, value, allowed in (("positions", self.positions, POSITIONS), ("pooling", self.pooling, POOLINGS),
                                      ("on_too_long", self.on_too_long, TOO_LONG_POLICIES),
                                      ("cross_attention", self.cross_attention, CROSS_KINDS)):
             if value not in allowed:
-                raise ValueError(f"{name}={value!r} is not allowed; allowed values: {', '.join(allowed)}")
+                raise FieldError(name, f"{name}={value!r} is not allowed; allowed values: {', '.join(allowed)}")
         if not isinstance(self.attention_options, dict):
-            raise ValueError(f"attention_options must be a dict, got {type(self.attention_options).__name__}")
+            raise FieldError("attention_options", f"attention_options must be a dict, got {type(self.attention_options).__name__}")
         kind = self.kind
         if isinstance(kind, Kind):  # a baseline's options are checked when it is built (it may not be importable here)
             check_options(kind, self.attention_options)
         for name in ("pad_id", "bos_id", "eos_id"):
             value = getattr(self, name)
             if not isinstance(value, int) or not 0 <= value < self.vocab_size:
-                raise ValueError(f"{name}={value!r} must be a token id in [0, vocab_size={self.vocab_size})")
+                raise FieldError(name, f"{name}={value!r} must be a token id in [0, vocab_size={self.vocab_size})")
 
     @property
     def kind(self) -> Kind | str:

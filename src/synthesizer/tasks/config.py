@@ -28,7 +28,7 @@ from typing import Any, Callable
 from ..attention.factory import check_kind
 from ..data.records import TASKS as DATA_TASKS
 from ..data.span_corruption import N_SENTINELS
-from ..errors import path_component, positive_int
+from ..errors import FieldError, path_component, positive_int
 from ..models.config import ModelConfig
 from ..training.loop import TrainConfig
 
@@ -198,7 +198,7 @@ class TrainOptions(TrainConfig):
         smoothing = self.label_smoothing
         if smoothing is not None and (isinstance(smoothing, bool) or not isinstance(smoothing, (int, float))
                                       or not 0.0 <= smoothing < 1.0):
-            raise ValueError(f"label_smoothing must be a number in [0, 1), got {smoothing!r}")
+            raise FieldError("label_smoothing", f"label_smoothing must be a number in [0, 1), got {smoothing!r}")
 
 
 class Section(Mapping):
@@ -457,16 +457,14 @@ def flatten_config(config: dict) -> dict:
 
 
 def _in_section(section: str, build: Callable[[], Any]) -> Any:
-    """``build()``, with a ValueError that names a field (``lr must ...``) re-raised as ``train.lr must ...``."""
+    """``build()``, with its errors naming the section: a field's (``lr must ...``) as ``train.lr must ...``,
+    any other as ``train: ...``."""
     try:
         return build()
+    except FieldError as e:
+        raise e.within(section) from None
     except ValueError as e:
-        message = str(e)
-        name = re.match(r"^[a-z_]+", message)
-        fields = {f.name for f in dataclasses.fields(ModelConfig)} | {f.name for f in dataclasses.fields(TrainOptions)}
-        if name and name.group(0) in fields:
-            raise ValueError(f"{section}.{message}") from None
-        raise ValueError(f"{section}: {message}") from None
+        raise ValueError(f"{section}: {e}") from None
 
 
 def apply_override(data: dict, item: str) -> None:

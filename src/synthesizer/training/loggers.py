@@ -19,6 +19,8 @@ import math
 from pathlib import Path
 from typing import Callable, Protocol
 
+from ..errors import FieldError
+
 JSONL = "jsonl"
 
 
@@ -67,12 +69,12 @@ def require_loggers(names: list[str]) -> None:
 def check_loggers(names) -> list[str]:
     """``names`` as a list, or ValueError naming the allowed loggers (``jsonl`` must be among them)."""
     if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"loggers must be a list of logger names such as [jsonl, tensorboard], got {names!r}")
+        raise FieldError("loggers", f"loggers must be a list of logger names such as [jsonl, tensorboard], got {names!r}")
     for name in names:
         if name not in LOGGERS:
-            raise ValueError(f"loggers: unknown logger {name!r}; allowed: {', '.join(LOGGERS)}")
+            raise FieldError("loggers", f"loggers: unknown logger {name!r}; allowed: {', '.join(LOGGERS)}")
     if JSONL not in names:
-        raise ValueError(f"loggers must include {JSONL!r} (log.jsonl is the run's record, which its reports read), "
+        raise FieldError("loggers", f"loggers must include {JSONL!r} (log.jsonl is the run's record, which its reports read), "
                          f"got {list(names)!r}")
     return list(dict.fromkeys(names))
 

@@ -42,7 +42,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from ..errors import os_error_line, positive_int
+from ..errors import FieldError, os_error_line, positive_int
 from ..runs.files import LAST, LOG_FILE
 from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
@@ -152,19 +152,19 @@ class TrainConfig:
         betas = self.betas
         if (not isinstance(betas, (list, tuple)) or len(betas) != 2
                 or not all(_is_number(b) and 0 <= b < 1 for b in betas)):
-            raise ValueError(f"betas must be two numbers in [0, 1) such as [0.9, 0.98], got {betas!r}")
+            raise FieldError("betas", f"betas must be two numbers in [0, 1) such as [0.9, 0.98], got {betas!r}")
         self.betas = tuple(float(b) for b in betas)
         for name, allowed in (("schedule", SCHEDULES), ("best_mode", ("min", "max"))):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"{name}={getattr(self, name)!r} is not allowed; allowed: {', '.join(allowed)}")
+                raise FieldError(name, f"{name}={getattr(self, name)!r} is not allowed; allowed: {', '.join(allowed)}")
         self.loggers = check_loggers(self.loggers)
         for name in ("deterministic", "find_unused_parameters", "progress", "amp", "compile"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "amp" and value is None):
                 allowed = "true, false or null (on CUDA only)" if name == "amp" else "true or false"
-                raise ValueError(f"{name} must be a boolean ({allowed}), got {value!r}")
+                raise FieldError(name, f"{name} must be a boolean ({allowed}), got {value!r}")
         if self.best_metric is not None and not isinstance(self.best_metric, str):
-            raise ValueError(f"best_metric must be a metric name or null, got {self.best_metric!r}")
+            raise FieldError("best_metric", f"best_metric must be a metric name or null, got {self.best_metric!r}")
 
 
 def _is_number(value) -> bool:
@@ -173,12 +173,12 @@ def _is_number(value) -> bool:
 
 def _check_int(name: str, value, low: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise FieldError(name, f"{name} must be an integer >= {low}, got {value!r}")
 
 
 def _check_number(name: str, value, allowed: str, ok: Callable[[float], bool]) -> None:
     if not _is_number(value) or not math.isfinite(value) or not ok(value):
-        raise ValueError(f"{name} must be a number {allowed}, got {value!r}")
+        raise FieldError(name, f"{name} must be a number {allowed}, got {value!r}")
 
 
 @dataclass
