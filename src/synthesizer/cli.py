@@ -142,6 +142,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     require("safetensors")  # the first checkpoint is saved after training steps: fail now, not then
     from .tasks.config import ExperimentConfig, resolve_config
     from .tasks.experiment import run_experiment
+    from .report.results import STOPPED, outcome
     from .training import distributed
 
     if args.threads is not None:
@@ -165,7 +166,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         distributed.cleanup()
     if rank != 0:
         return 0
-    if "test_metrics" not in result:
+    if outcome(result) == STOPPED:
         print(f"stopped ({result['stopped']}) at step {result['steps']}; continue with: "
               f"synthesizer train --config {args.config} --out {out} --resume", file=sys.stderr)
         return 130

@@ -64,3 +64,14 @@ def test_the_code_is_described_by_version_commit_and_a_modified_tree():
     assert describe_code({"version": "1.0", "commit": "0123456789abcdef", "modified": False}) == "1.0 at 0123456"
     assert describe_code({"version": "1.0", "commit": None, "modified": None}) == "1.0 (not a git checkout)"
     assert describe_code(None) == "not recorded"
+
+
+def test_a_run_record_is_finished_failed_or_stopped():
+    from synthesizer.report.results import FAILED, FINISHED, STOPPED, failed, outcome
+
+    finished = {"task": "lm", "data": "sotu", "attention": "dense", "seed": 0, "test_metrics": {"perplexity": 9.0}}
+    failure = {"task": "lm", "data": "sotu", "attention": "dense", "seed": 0, "error": "ValueError: bad"}
+    stopped = {"stopped": "SIGTERM", "steps": 12, "checkpoint": "runs/x/last"}
+    assert [outcome(r) for r in (finished, failure, stopped)] == [FINISHED, FAILED, STOPPED]
+    assert [failed(r) for r in (finished, failure, stopped)] == [False, True, False]
+    assert outcome({**finished, "error": "after the metrics"}) == FAILED  # an error wins: the run is not counted

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..runs.files import WEIGHTS_NAME, read_result
+from ..report.results import STOPPED, outcome
 from ..runs.plan import PlannedRun
 from .plan import is_finished, run_config
 
@@ -165,7 +166,7 @@ def run_one(item: PlannedRun, run_fn: Callable, progress: bool = False) -> tuple
             raise
         except Exception as e:  # one broken variant must not stop the comparison; the report lists it
             result = failure(item, f"{type(e).__name__}: {e}")
-    if "test_metrics" not in result and "error" not in result:  # stopped by a signal: resume next time
+    if outcome(result) == STOPPED:  # stopped by a signal: resume next time
         return None, time.perf_counter() - t0
     said = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
     if said:

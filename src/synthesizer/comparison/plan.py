@@ -17,7 +17,7 @@ from typing import Any, Callable
 from ..errors import check_out_dir, path_component, positive_int
 from .presets import DEFAULT_KINDS, PresetTask, get_preset, sized_tasks, steps_overrides, task_overrides
 from ..runs.files import group_key
-from ..report.results import describe_code as describe
+from ..report.results import describe_code as describe, failed
 from ..runs.code import code_provenance
 from ..runs.files import RESULT_FILE, read_result
 from ..runs.plan import PlannedRun
@@ -153,7 +153,7 @@ def plan_runs(comparison: Comparison, results: dict) -> Plan:
     for a finished run whose config is not the one planned."""
     out = comparison.out
     recorded = {(r["task"], r["data"], r["attention"], int(r.get("seed", 0))): r
-                for r in results["runs"] if "error" not in r}
+                for r in results["runs"] if not failed(r)}
     plan, seen = Plan([]), set()
     for seed in range(comparison.seeds):
         for task in comparison.tasks:
@@ -215,7 +215,7 @@ def check_same_code(results: dict, where: Path) -> None:
     others: dict[str, int] = {}
     for record in results["runs"]:
         provenance = record.get("provenance")
-        if not provenance or "error" in record:
+        if not provenance or failed(record):
             continue
         code = provenance.get("code")
         if not code or (code.get("version"), code.get("commit"), code.get("modified")) != (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..report.tables import speed_unit
+from ..report.results import failed
 from .execute import WARNINGS_KEY
 
 
@@ -26,7 +27,7 @@ class Warned:
 
 def summary(record: dict, took: float) -> str:
     """"test perplexity 98.5, 1,234 tokens/s, trained 40 s, 52 s in all" (or "FAILED: why")."""
-    if "error" in record:
+    if failed(record):
         return f"FAILED: {record['error']}"
     metric = record.get("primary_metric", "")
     value = (record.get("test_metrics") or {}).get(metric)

@@ -30,7 +30,7 @@ from typing import Callable, Iterator
 
 from .attention_maps import run_attention_maps
 from ..report.average import put_averages
-from ..report.results import FILENAME, load_or_empty_results, put_run, run_key, save_results
+from ..report.results import FILENAME, failed, load_or_empty_results, put_run, run_key, save_results
 from ..report.summary import write_and_print
 from ..runs.files import group_key
 from ..runs.code import code_provenance
@@ -157,7 +157,7 @@ class _Session:
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         plan = plan_runs(self.comparison, self.results)
         plan.log_kept(self.comparison.out / FILENAME, self.log)
-        recorded = {run_key(r) for r in self.results["runs"] if "error" not in r}
+        recorded = {run_key(r) for r in self.results["runs"] if not failed(r)}
         joining = [run for run in plan.runs if (run.task, run.data, run.kind, run.seed) not in recorded]
         if joining and not self.allow_other_code:  # trained here or found finished in their folders: new records
             check_same_code(self.results, self.comparison.out / FILENAME)
@@ -191,7 +191,7 @@ class _Session:
                 if record is None:
                     return False
                 self._record(item, record, took)
-                if self.heatmaps and item.seed == 0 and "error" not in record:  # while its checkpoint is surely here
+                if self.heatmaps and item.seed == 0 and not failed(record):  # while its checkpoint is surely here
                     self._add_attention_maps(only=record)
                 self.save()
         return True
@@ -279,7 +279,7 @@ class _Session:
         of that run record alone, if its kind has none yet."""
         results, out = self.results, self.comparison.out
         for run in [only] if only is not None else sorted(results["runs"], key=lambda r: r.get("seed", 0)):
-            if "error" in run or "run_dir" not in run:
+            if failed(run) or "run_dir" not in run:
                 continue
             maps = results["attention"].setdefault(group_key(run["task"], run["data"]), {})
             if run["attention"] in maps:

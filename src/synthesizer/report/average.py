@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from .claims import GLUE_DATA, GLUE_TASK, trivial_key
-from .results import put_run
+from .results import failed, put_run
 from .tables import group_key
 
 
@@ -31,9 +31,9 @@ def glue_average(parts: list[dict], kind: str, seed: int) -> dict:
     """The average record of one (kind, seed) from its fine-tuning records ``parts`` (see :func:`put_averages`)."""
     head = {"task": GLUE_TASK, "data": GLUE_DATA, "attention": kind, "seed": seed, "higher_is_better": True,
             "glue_tasks": [f"{p['task']}-{p['data']}" for p in parts]}
-    failed = [f"{p['task']}-{p['data']}: {p['error']}" for p in parts if "error" in p]
-    if failed:
-        return {**head, "error": "; ".join(failed)}
+    failures = [f"{p['task']}-{p['data']}: {p['error']}" for p in parts if failed(p)]
+    if failures:
+        return {**head, "error": "; ".join(failures)}
     metrics = {p.get("primary_metric") for p in parts}
     metric = metrics.pop() if len(metrics) == 1 else "score"
     head["primary_metric"] = metric

@@ -26,6 +26,7 @@ import numpy as np
 
 from .claims import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, GLUE_TASK, MIN_SEEDS, TRIVIAL_NAMES, Scale, trivial_key
 from .learning_facts import Flatness, Learning, Margin
+from .results import failed
 from .stats import bootstrap_metric, per_example_of, t_interval
 from .tables import Group
 
@@ -114,7 +115,7 @@ def _margin(group: Group, runs: list[dict], key: str, metric: str, trivial: floa
 
 def vanilla_learning(group: Group, runs: list[dict]) -> Learning | None:
     """Both facts for ``group`` from its raw run records; None when vanilla did not train there."""
-    ok = sorted((r for r in runs if r.get("attention") == VANILLA and "error" not in r and not r.get("diverged")
+    ok = sorted((r for r in runs if r.get("attention") == VANILLA and not failed(r) and not r.get("diverged")
                  and r.get("test_metrics")), key=lambda r: r.get("seed", 0))
     if not ok:
         return None

@@ -5,10 +5,15 @@ Layout (``FORMAT = 1``)::
     {"format": 1, "presets": ["lm"], "size": "quick", "commands": ["synthesizer compare ..."],
      "machine": {...}, "wall_time_s": 612.3, "sessions": [{"started", "finished", "wall_time_s"}],
      "labels": {"lm-sotu": "language modelling (SOTU)"},
-     "runs": [<run_experiment result dict + "run_dir">, or {"task", "data", "attention", "seed", "error"}],
+     "runs": [<run record>, ...],
+     "pretraining": [<run record of a pretrained preset's pretraining run>, ...],
+     "left_out": {"wmt14-ende-base": "why this size leaves the task out"},
      "attention": {"lm-sotu": {"random": [<attention_maps() layer dicts>]}},
      "timings": {"lm-sotu": <comparison/timing.py's record: the kinds timed one at a time>}}
 
+A run record is one of three (:func:`outcome`): **finished**, run_experiment's result dict (with
+``test_metrics``) and its ``run_dir``; **failed**, ``{"task", "data", "attention", "seed", "error"}``;
+**stopped** (interrupted by a signal, resumed by the next ``compare``), a record with neither.
 Every run of one task and data in one file trained on the same data and tokenizer (``check_one_corpus``).
 """
 
@@ -22,6 +27,20 @@ from ..runs.files import write_json
 
 FORMAT = 1
 FILENAME = "results.json"
+
+
+FINISHED, FAILED, STOPPED = "finished", "failed", "stopped"
+
+
+def outcome(record: dict) -> str:
+    """What became of a run: FAILED (it records an ``error``), FINISHED (it has test metrics) or STOPPED."""
+    if "error" in record:
+        return FAILED
+    return FINISHED if "test_metrics" in record else STOPPED
+
+
+def failed(record: dict) -> bool:
+    return outcome(record) == FAILED
 
 
 def empty_results(machine: dict | None = None) -> dict:

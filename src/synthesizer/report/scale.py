@@ -30,7 +30,7 @@ from .claims import CLAIMS, NONE_KIND, evaluate_claims, verdict_label
 from .document import minutes
 from .groups import build_groups
 from .render import Block, write_report
-from .results import FILENAME, describe_code, load_results
+from .results import FILENAME, describe_code, failed, load_results
 from .tables import Group, Share, fmt_metric, group_key, group_label
 
 WIDTH_PREFIX = "width-"
@@ -71,7 +71,7 @@ class Study:
             self.labels.update(results.get("labels", {}))
 
     def runs(self, width: int, key: str) -> list[dict]:
-        return [r for r in self.results[width]["runs"] if group_key(r["task"], r["data"]) == key and "error" not in r]
+        return [r for r in self.results[width]["runs"] if group_key(r["task"], r["data"]) == key and not failed(r)]
 
 
 def trend(points: list[tuple[int, Share]]) -> str:

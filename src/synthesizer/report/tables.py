@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from .learning_facts import Learning
 from ..attention.kinds import PAPER_KINDS as DEFAULT_KINDS  # the rows' order: the paper's kinds first
 from ..runs.files import group_key
+from .results import failed
 
 # A variant "scored at chance" when it did no better than a trivial predictor:
 #   accuracy <= majority-class accuracy + 1 point; perplexity >= the unigram model's;
@@ -146,7 +147,7 @@ def _order(kinds: set[str]) -> list[str]:
 def plain_group(key: str, runs: list[dict]) -> Group:
     """The :class:`Group` of one (task, data)'s run records, rows in the paper's order, with its ratios to
     vanilla; what the claims and learning rules add comes after (``groups.build_groups``)."""
-    done = [r for r in runs if "error" not in r]
+    done = [r for r in runs if not failed(r)]
     first = done[0] if done else runs[0]
     metric = first.get("primary_metric", "")
     higher = bool(first.get("higher_is_better", False))
@@ -160,8 +161,8 @@ def plain_group(key: str, runs: list[dict]) -> Group:
 
 def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -> Row:
     runs = sorted(runs, key=lambda r: r.get("seed", 0))
-    failed = [r for r in runs if "error" in r]
-    trained = [r for r in runs if "error" not in r]
+    failures = [r for r in runs if failed(r)]
+    trained = [r for r in runs if not failed(r)]
     diverged = [r for r in trained if r.get("diverged")]
     ok = [r for r in trained if not r.get("diverged") and (r.get("test_metrics") or {}).get(metric) is not None]
     mean, std = _mean_std([r["test_metrics"][metric] for r in ok])
@@ -175,15 +176,15 @@ def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -
     n = len(runs)
     steps = [str(r["diverged_step"]) for r in diverged if r.get("diverged_step") is not None]
     at_step = f" at step {', '.join(steps)}" if steps else ""  # older records have no step
-    notes = [f"{what} {len(rs)}/{n} seeds{at}" for what, rs, at in (("diverged", diverged, at_step), ("failed", failed, ""))
+    notes = [f"{what} {len(rs)}/{n} seeds{at}" for what, rs, at in (("diverged", diverged, at_step), ("failed", failures, ""))
              if rs]
     if ok:
         status = "at chance" if at_chance(mean, chance, higher) else "ok"
         status = "; ".join([status, *notes])
     elif diverged:
         status = f"diverged{at_step}" if len(diverged) == n else "; ".join([f"diverged{at_step}", *notes[1:]])
-    elif failed:
-        status = "failed" if len(failed) == n else "; ".join(["failed", *notes])
+    elif failures:
+        status = "failed" if len(failures) == n else "; ".join(["failed", *notes])
     else:
         status = "no metric"
     return Row(kind=kind, seeds=[r.get("seed", 0) for r in runs], n_ok=len(ok), status=status,
@@ -192,7 +193,7 @@ def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -
                params_total=params.get("total"), params_attention=attention_params(params),
                tokens_per_s=speed, tokens_per_s_std=speed_std, train_time_s=time,
                steps=trained[0].get("steps") if trained else None,
-               errors=[r["error"] for r in failed],
+               errors=[r["error"] for r in failures],
                ok_seeds=[r.get("seed", 0) for r in ok], metric_values=[r["test_metrics"][metric] for r in ok],
                per_example=[r.get("per_example") for r in ok],
                baselines=next((dict(r["baselines"]) for r in trained if r.get("baselines")), {}))
