@@ -224,7 +224,7 @@ def refuse_log_writes_from(monkeypatch, step: int, saves_too: bool = False) -> N
     """From ``step`` on, the run folder takes no more writes (made read-only mid-run), as root sees it too."""
     import builtins
 
-    from synthesizer.training import loop
+    from synthesizer.training import loggers, loop
 
     def guarded(path, *args, **kwargs):
         if str(path).endswith("log.jsonl") and "a" in (args[0] if args else kwargs.get("mode", "r")):
@@ -233,7 +233,7 @@ def refuse_log_writes_from(monkeypatch, step: int, saves_too: bool = False) -> N
                 raise PermissionError(13, "Permission denied", str(path))
         return builtins.open(path, *args, **kwargs)
 
-    monkeypatch.setattr(loop, "open", guarded, raising=False)
+    monkeypatch.setattr(loggers, "open", guarded, raising=False)  # log.jsonl's writer
     if saves_too:
         def no_save(directory, *args, **kwargs):
             raise PermissionError(13, "Permission denied", str(directory))

@@ -86,3 +86,20 @@ def test_a_missing_tensorboard_names_the_log_extra(monkeypatch):
         require_loggers(["jsonl", "tensorboard"])
     assert missing_extra_message(info.value, "synthesizer train") == (
         "synthesizer train needs the 'log' extra (missing module 'tensorboard'): pip install 'synthesizer-pytorch[log]'")
+
+
+def test_the_jsonl_logger_keeps_whole_records_and_drops_what_a_crash_left_after_the_resume_step(tmp_path):
+    import json
+
+    from synthesizer.training.loggers import LOGGERS, JsonlLogger, build_loggers
+
+    first = JsonlLogger(tmp_path)
+    for step in (1, 2, 3):
+        first.log({"kind": "train", "step": step, "loss": 1.0 / step, "note": "kept whole"})
+    with open(first.path, "a") as f:
+        f.write('{"kind": "train", "st')  # a line cut short by the crash
+    resumed = build_loggers(["jsonl"], tmp_path, resume_step=2)
+    assert [type(logger) for logger in resumed] == [JsonlLogger] and LOGGERS["jsonl"] is JsonlLogger
+    resumed[0].log({"kind": "end", "step": 4})
+    records = [json.loads(line) for line in first.path.read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2, 4] and records[0]["note"] == "kept whole"

@@ -1,35 +1,74 @@
-"""Metric loggers: where the Trainer's numbers go besides ``log.jsonl`` (``train.loggers``).
+"""Loggers: where the Trainer's records go (``train.loggers``), each behind one interface.
 
-``log.jsonl`` ("jsonl") is the run's record: every train, eval and end record, read back by
-``result.json``, ``compare`` and the reports. It is always written, so ``train.loggers`` must name it.
-The other loggers receive the same numbers as flat scalars, one call per record:
+``log.jsonl`` (:class:`JsonlLogger`, "jsonl") is the run's record: every train, eval, diverged and end
+record whole, read back by ``result.json``, ``compare`` and the reports. It is always written, so
+``train.loggers`` must name it. The other loggers take the same records as flat scalars
+(:func:`scalars_of`):
 
 * ``train/loss``, ``train/lr``, ``train/tokens_per_s`` every ``log_every`` steps;
 * ``valid/<metric>`` at every evaluation, and the mixture weights (softmax of alpha) of a mixture
   kind as ``mixture/layer<i>/<component>`` (``mixture/layer<i>/head<h>/<component>`` per head);
   components are numbered in the kind's order (``random+vanilla``: 0 random, 1 vanilla).
 
-A logger is any object with ``log_scalars(step, scalars)`` and ``close()`` (:class:`MetricLogger`);
-adding one (Weights & Biases, MLflow) is one class here and one entry in :data:`LOGGERS`.
+A logger is any object with ``log(record)`` and ``close()`` (:class:`MetricLogger`), made by
+``factory(out_dir, resume_step)``; a resumed run's logger drops or hides what a crashed run wrote
+after ``resume_step``, the step of the checkpoint it starts from. Adding one (Weights & Biases,
+MLflow) is one class here and one entry in :data:`LOGGERS`.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from pathlib import Path
 from typing import Callable, Protocol
 
 from ..errors import FieldError
+from ..runs.files import LOG_FILE
 
 JSONL = "jsonl"
 
 
 class MetricLogger(Protocol):
-    def log_scalars(self, step: int, scalars: dict[str, float]) -> None:
-        """Record ``scalars`` (name -> value) at optimizer step ``step``."""
+    def log(self, record: dict) -> None:
+        """Record one Trainer record (``{"kind": "train" | "eval" | ..., "step": ..., ...}``)."""
 
     def close(self) -> None:
         """Flush and release what the logger holds."""
+
+
+class JsonlLogger:
+    """``out_dir/log.jsonl``, one JSON line per record, appended as it comes (readable while training).
+
+    Opening it drops the records a crashed run wrote after ``resume_step`` (and a line cut short by
+    the crash), so a resumed run's log reads straight.
+    """
+
+    def __init__(self, out_dir: Path, resume_step: int = 0):
+        self.path = Path(out_dir) / LOG_FILE
+        if self.path.exists():
+            self._keep_until(resume_step)
+
+    def _keep_until(self, step: int) -> None:
+        lines = []
+        with open(self.path) as f:
+            for line in f:
+                try:
+                    if json.loads(line).get("step", 0) <= step:
+                        lines.append(line)
+                except json.JSONDecodeError:  # a line cut short by a crash
+                    continue
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(lines))
+        os.replace(tmp, self.path)
+
+    def log(self, record: dict) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def close(self) -> None:
+        """Nothing to release: every record is written when it comes."""
 
 
 class TensorBoardLogger:
@@ -44,17 +83,19 @@ class TensorBoardLogger:
 
         self.writer = SummaryWriter(str(Path(out_dir) / "tensorboard"), purge_step=resume_step + 1 if resume_step else None)
 
-    def log_scalars(self, step: int, scalars: dict[str, float]) -> None:
+    def log(self, record: dict) -> None:
+        scalars = scalars_of(record)
         for name, value in scalars.items():
-            self.writer.add_scalar(name, value, step)
-        self.writer.flush()  # a record per eval or log_every steps: cheap, and readable while training
+            self.writer.add_scalar(name, value, record["step"])
+        if scalars:
+            self.writer.flush()  # a record per eval or log_every steps: cheap, and readable while training
 
     def close(self) -> None:
         self.writer.close()
 
 
-# name -> factory(out_dir, resume_step); "jsonl" is the Trainer's own log.jsonl
-LOGGERS: dict[str, Callable[[Path, int], MetricLogger] | None] = {JSONL: None, "tensorboard": TensorBoardLogger}
+# name -> factory(out_dir, resume_step)
+LOGGERS: dict[str, Callable[[Path, int], MetricLogger]] = {JSONL: JsonlLogger, "tensorboard": TensorBoardLogger}
 # name -> the optional module its logger needs (see synthesizer.extras)
 MODULES = {"tensorboard": "tensorboard"}
 
@@ -80,8 +121,8 @@ def check_loggers(names) -> list[str]:
 
 
 def build_loggers(names: list[str], out_dir: Path, resume_step: int = 0) -> list[MetricLogger]:
-    """The loggers named, other than jsonl, writing under ``out_dir``."""
-    return [LOGGERS[name](out_dir, resume_step) for name in check_loggers(names) if LOGGERS[name] is not None]
+    """The loggers named (jsonl among them), writing under ``out_dir``, resumed at ``resume_step``."""
+    return [LOGGERS[name](out_dir, resume_step) for name in check_loggers(names)]
 
 
 def scalars_of(record: dict) -> dict[str, float]:
@@ -112,5 +153,5 @@ def _mixture(layers: list) -> dict[str, float]:
     return out
 
 
-__all__ = ["JSONL", "LOGGERS", "MODULES", "MetricLogger", "TensorBoardLogger", "build_loggers", "check_loggers",
+__all__ = ["JSONL", "LOGGERS", "MODULES", "JsonlLogger", "MetricLogger", "TensorBoardLogger", "build_loggers", "check_loggers",
            "require_loggers", "scalars_of"]

@@ -43,12 +43,12 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import FieldError, os_error_line, positive_int
-from ..runs.files import LAST, LOG_FILE
+from ..runs.files import LAST
 from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
                          point_last, resolve_checkpoint, restore_rng_state, save_checkpoint)
 from .compiled import compile_model
-from .loggers import MetricLogger, build_loggers, check_loggers, require_loggers, scalars_of
+from .loggers import MetricLogger, build_loggers, check_loggers, require_loggers
 from .optim import SCHEDULES, build_optimizer, build_scheduler
 
 StepFn = Callable[[nn.Module, Any], "tuple[Tensor, Tensor | int]"]
@@ -242,7 +242,7 @@ class Trainer:
         self.reference_loss = reference_loss
         self.first_loss: float | None = None
         self._above, self._above_since = 0, None
-        self._loggers: list[MetricLogger] = []  # besides log.jsonl, open during train() on rank 0
+        self._loggers: list[MetricLogger] = []  # log.jsonl and the others, open during train() on rank 0
 
     # -- batches ---------------------------------------------------------------------------
 
@@ -414,39 +414,15 @@ class Trainer:
 
     # -- logging ---------------------------------------------------------------------------
 
-    @property
-    def log_path(self) -> Path | None:
-        return self.out_dir / LOG_FILE if self.out_dir is not None else None
-
     def _log(self, record: dict) -> None:
-        """Append ``record`` to log.jsonl and hand its scalars to the other loggers (rank 0)."""
-        if self.log_path is not None and dist_utils.is_main():
-            with open(self.log_path, "a") as f:
-                f.write(json.dumps(record) + "\n")
-        scalars = scalars_of(record) if self._loggers else None
-        for logger in self._loggers if scalars else ():
-            logger.log_scalars(record["step"], scalars)
+        """Hand ``record`` to the loggers (rank 0 holds them, while train() runs)."""
+        for logger in self._loggers:
+            logger.log(record)
 
     def _close_loggers(self) -> None:
         loggers, self._loggers = self._loggers, []
         for logger in loggers:
             logger.close()
-
-    def _truncate_log(self) -> None:
-        """Drop records a crashed run wrote after its last checkpoint, so resumed logs read straight."""
-        if self.log_path is None or not dist_utils.is_main() or not self.log_path.exists():
-            return
-        lines = []
-        with open(self.log_path) as f:
-            for line in f:
-                try:
-                    if json.loads(line).get("step", 0) <= self.step:
-                        lines.append(line)
-                except json.JSONDecodeError:  # a line cut short by a crash
-                    continue
-        tmp = self.log_path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(lines))
-        os.replace(tmp, self.log_path)
 
     def _write_failed(self, error: OSError) -> OSError:
         """One line for a run folder that refused a write mid-run, after trying to checkpoint the steps
@@ -497,7 +473,6 @@ class Trainer:
         dist_utils.barrier()
         if not (resume and self._resume()):
             seed_everything(cfg.seed + dist_utils.get_rank())
-        self._truncate_log()
         if self.step >= cfg.max_steps:  # a finished run resumed: nothing to do
             dist_utils.barrier()
             return TrainResult(self.step, "max_steps", None, {}, self.best_metric, self.out_dir and resolve_checkpoint(self.out_dir))
@@ -515,6 +490,8 @@ class Trainer:
             self._loggers = build_loggers(cfg.loggers, self.out_dir, self.step)
         try:
             self._loop(bar)
+            stopped, loss, metrics, path = self._outcome
+            self._log({"kind": "end", "step": self.step, "stopped": stopped, "elapsed": self._elapsed()})
         except Diverged as e:
             self._log({"kind": "diverged", "step": e.step, "loss": e.loss, "reason": str(e)})
             raise
@@ -529,8 +506,6 @@ class Trainer:
             torch.use_deterministic_algorithms(deterministic_before)
             if bar is not None:
                 bar.close()
-        stopped, loss, metrics, path = self._outcome
-        self._log({"kind": "end", "step": self.step, "stopped": stopped, "elapsed": self._elapsed()})
         return TrainResult(self.step, stopped, loss, metrics, self.best_metric, path)
 
     def _loop(self, bar) -> None:
