@@ -156,6 +156,69 @@ def test_weights_missing_from_the_folder_are_initialised_like_the_project_does(t
     assert torch.equal(loaded.model.blocks[1].ffn.fc.weight, model.model.blocks[1].ffn.fc.weight)  # loaded as saved
 
 
+class Offsets(torch.nn.Module):
+    """A registered bias component: a learned logit per head, 0.5 at the start (its reset_parameters)."""
+
+    form = "bias"
+    input_independent = True
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, **options):
+        super().__init__()
+        self.level = torch.nn.Parameter(torch.empty(n_heads))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        torch.nn.init.constant_(self.level, 0.5)
+
+    def bias(self, n: int) -> torch.Tensor:
+        return self.level[:, None, None].expand(-1, n, n)
+
+    def logits(self, x: torch.Tensor, start: int, n_keys: int) -> torch.Tensor:
+        return self.level[:, None, None].expand(-1, x.shape[1], n_keys).unsqueeze(0)
+
+
+def test_a_registered_components_missing_weights_take_its_own_reset_parameters(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from synthesizer import register_component
+    from synthesizer.attention import registry
+
+    register_component("offsets", Offsets)
+    try:
+        model = tiny(H.SynthesizerForCausalLM, "offsets+vanilla")
+        model.save_pretrained(tmp_path)
+        weights = load_file(tmp_path / "model.safetensors")
+        save_file({k: v for k, v in weights.items() if not k.endswith(".level")}, tmp_path / "model.safetensors",
+                  metadata={"format": "pt"})
+        loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path)
+    finally:
+        registry.unregister_component("offsets")
+    assert torch.equal(loaded.model.blocks[0].attn.logit_modules["offsets"].level, torch.full((2,), 0.5))
+
+
+def test_every_module_that_holds_weights_can_reset_them():
+    """The HF init calls each module's own reset_parameters: a module holding a parameter (or a saved
+    buffer) without one would be left as from_pretrained allocated it."""
+    from synthesizer.attention.kinds import PAPER_KINDS
+    from synthesizer.models import ModelConfig, build_model
+
+    kinds = [*PAPER_KINDS, "factorized_dense", "factorized_random+vanilla", "linformer", "lightconv", "dynamicconv",
+             "none"]
+    lacking = set()
+    for family in ("lm", "seq2seq", "classifier"):
+        for kind in kinds:
+            if kind == "linformer" and family != "classifier":  # it cannot be causal
+                continue
+            cross = "random" if family == "seq2seq" else "vanilla"
+            model = build_model(family, ModelConfig(vocab_size=40, d_model=16, n_heads=2, n_layers=1, max_len=16,
+                                                    attention=kind, cross_attention=cross))
+            for module in model.modules():
+                saved = [n for n, _ in module.named_buffers(recurse=False) if n not in module._non_persistent_buffers_set]
+                if (list(module.parameters(recurse=False)) or saved) and not hasattr(module, "reset_parameters"):
+                    lacking.add(type(module).__name__)
+    assert not lacking, lacking
+
+
 @pytest.mark.parametrize("cls", [H.SynthesizerForCausalLM, H.SynthesizerForSeq2SeqLM,
                                  H.SynthesizerForSequenceClassification])
 def test_fresh_hf_models_scale_their_token_embeddings_like_the_project(cls):

@@ -70,9 +70,15 @@ class CrossAttention(nn.Module):
             self.query = nn.Linear(d_model, d_model)
             self.key = nn.Linear(d_model, d_model)
         else:
-            self.r = nn.Parameter(xavier_per_head_(torch.empty(n_heads, self.max_len, self.max_src_len)))
+            self.r = nn.Parameter(torch.empty(n_heads, self.max_len, self.max_src_len))
+            self.reset_parameters()  # before the value and output layers: the random stream of earlier releases
         self.value = nn.Linear(d_model, d_model)
         self.out = nn.Linear(d_model, d_model)
+
+    def reset_parameters(self) -> None:
+        """The random kind's R (the projections are ``nn.Linear`` layers, which reset themselves)."""
+        if self.kind != "vanilla":
+            xavier_per_head_(self.r)
 
     def memory_kv(self, memory: Tensor, memory_padding_mask: Tensor | None = None) -> CrossAttentionCache:
         """Project the memory (B, s, d) once; the result serves every decoding step."""

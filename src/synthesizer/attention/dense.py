@@ -38,7 +38,11 @@ class DenseLogits(nn.Module):
         shape = (n_heads, max_len) if dense_per_head else (max_len,)
         self.w2 = nn.Parameter(torch.empty(*shape, d_head))  # (L, dh) or (H, L, dh)
         self.b2 = nn.Parameter(torch.empty(*shape))  # (L,) or (H, L)
-        linear_init_(self.w2, self.b2, d_head)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """W2 and b2 (the hidden layer is an ``nn.Linear``, which resets itself)."""
+        linear_init_(self.w2, self.b2, self.w2.shape[-1])
 
     def queries(self, x: Tensor) -> Tensor:
         """(B, t, d) -> relu(x W1 + b1) as (B, H, t, dh)."""

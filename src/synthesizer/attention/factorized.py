@@ -21,8 +21,13 @@ class FactorizedRandomLogits(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, *, k: int = 8, **options):
         super().__init__()
-        self.r1 = nn.Parameter(xavier_per_head_(torch.empty(n_heads, max_len, k)))
-        self.r2 = nn.Parameter(xavier_per_head_(torch.empty(n_heads, max_len, k)))
+        self.r1 = nn.Parameter(torch.empty(n_heads, max_len, k))
+        self.r2 = nn.Parameter(torch.empty(n_heads, max_len, k))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        xavier_per_head_(self.r1)
+        xavier_per_head_(self.r2)
 
     def logits(self, x: Tensor, start: int, n_keys: int) -> Tensor:
         """(1, H, t, n_keys) for the t = x.shape[1] rows from ``start``; x itself is not read."""
@@ -67,8 +72,12 @@ class FactorizedDenseLogits(nn.Module):
         self.ba = nn.Parameter(torch.empty(n_heads, self.a))
         self.wb = nn.Parameter(torch.empty(n_heads, d_head, self.b))
         self.bb = nn.Parameter(torch.empty(n_heads, self.b))
-        linear_init_(self.wa, self.ba, d_head)
-        linear_init_(self.wb, self.bb, d_head)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Wa, ba, Wb, bb (the hidden layer is an ``nn.Linear``, which resets itself)."""
+        linear_init_(self.wa, self.ba, self.wa.shape[1])
+        linear_init_(self.wb, self.bb, self.wb.shape[1])
 
     def factors(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Pa (B, H, t, a) and Pb (B, H, t, b) of the tokens of x."""

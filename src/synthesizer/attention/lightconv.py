@@ -25,7 +25,11 @@ class LightweightConv(ConvBlock):
                  kernel_size: int = 31, weight_softmax: bool = True, glu: bool = True):
         super().__init__(d_model, n_heads, max_len, causal, dropout, kernel_size, glu)
         self.weight_softmax = weight_softmax
-        self.weight = nn.Parameter(nn.init.xavier_uniform_(torch.empty(n_heads, kernel_size)))
+        self.weight = nn.Parameter(torch.empty(n_heads, kernel_size))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.xavier_uniform_(self.weight)
 
     def kernel(self) -> Tensor:
         """The (H, K) kernel as applied: normalised, then dropped out while training."""

@@ -59,8 +59,15 @@ class LinformerAttention(nn.Module):
         self.key = nn.Linear(d_model, d_model)
         self.value = nn.Linear(d_model, d_model)
         self.out = nn.Linear(d_model, d_model)
-        self.e = nn.Parameter(nn.init.xavier_uniform_(torch.empty(max_len, k)))
-        self.f = None if share_kv else nn.Parameter(nn.init.xavier_uniform_(torch.empty(max_len, k)))
+        self.e = nn.Parameter(torch.empty(max_len, k))
+        self.f = None if share_kv else nn.Parameter(torch.empty(max_len, k))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The sequence projections E (and F); the other layers are ``nn.Linear``, which reset themselves."""
+        for p in (self.e, self.f):
+            if p is not None:
+                nn.init.xavier_uniform_(p)
 
     def param_counts(self) -> dict[str, int]:
         """Trainable parameters: queries and keys, the sequence projections E (and F), values and output."""

@@ -34,11 +34,15 @@ class RandomLogits(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, **options):
         super().__init__()
-        r = xavier_per_head_(torch.empty(n_heads, max_len, max_len))
+        r = torch.empty(n_heads, max_len, max_len)
         if self.trainable:
             self.r = nn.Parameter(r)
         else:
             self.register_buffer("r", r)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        xavier_per_head_(self.r)
 
     def _block(self, start: int, n_rows: int, n_keys: int) -> Tensor:
         """Rows start..start+n_rows-1, columns 0..n_keys-1 of R: (H, n_rows, n_keys)."""

@@ -78,6 +78,7 @@ class SynthesizerAttention(nn.Module):
                                             for c in self.components})
         n_mix = len(self.components)
         self.alpha = nn.Parameter(torch.zeros(n_heads, n_mix) if mix_per_head else torch.zeros(n_mix)) if n_mix > 1 else None
+        self.reset_parameters()
         self.value = nn.Linear(d_model, d_model)
         self.out = nn.Linear(d_model, d_model)
         if impl not in ("auto", "reference") and choose_path(self.components, impl) != impl:
@@ -90,6 +91,13 @@ class SynthesizerAttention(nn.Module):
         # Ask for the path once now, eagerly: a kernel's one-off check that its op works (fused_bias's
         # probe) then never first runs inside a torch.compile'd forward, where it is a graph break.
         self.path  # noqa: B018
+
+    def reset_parameters(self) -> None:
+        """alpha at zero: equal mixture weights at the start (the components and projections reset
+        themselves)."""
+        if self.alpha is not None:
+            with torch.no_grad():
+                self.alpha.zero_()
 
     # ------------------------------------------------------------------ public helpers
     def mixture_weights(self) -> Tensor | None:

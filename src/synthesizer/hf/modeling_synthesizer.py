@@ -24,11 +24,7 @@ from transformers.cache_utils import Cache, CacheLayerMixin
 from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithPast, CausalLMOutputWithPast,
                                            Seq2SeqLMOutput, SequenceClassifierOutput)
 
-from ..attention.dense import DenseLogits, linear_init_
-from ..attention.factorized import FactorizedDenseLogits, FactorizedRandomLogits
 from ..attention.masks import check_right_padded
-from ..attention.random import RandomLogits, xavier_per_head_
-from ..attention.synthesizer import SynthesizerAttention
 from ..models.blocks import Embeddings, fit_length
 from ..models.classifier import Classifier
 from ..models.lm import LanguageModel
@@ -226,36 +222,22 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
+        """Each module's own ``reset_parameters`` (every module of the project, and torch's layers, has
+        one: a registered component brings its own), where a tensor it holds was not loaded."""
         if isinstance(module, Embeddings):
             if _fresh(module.token.weight):
                 module.reset_parameters()  # the project's rule (token scale); the sinusoids come with it
             else:
                 module.reset_sinusoid()
-        elif isinstance(module, (nn.Linear, nn.LayerNorm)):
-            # a head tied to the token embeddings leaves that table to Embeddings (its scale)
-            if _fresh(module.weight) and not any(module.weight is m.token.weight for m in self.modules()
-                                                 if isinstance(m, Embeddings)):
-                module.reset_parameters()  # torch's default, which the project's layers keep
-        elif isinstance(module, RandomLogits):  # R: a parameter, or the buffer of fixed_random
-            if _fresh(module.r):
-                xavier_per_head_(module.r)
-        elif isinstance(module, FactorizedRandomLogits):
-            for r in (module.r1, module.r2):
-                if _fresh(r):
-                    xavier_per_head_(r)
-        elif isinstance(module, DenseLogits):
-            if _fresh(module.w2):
-                linear_init_(module.w2, module.b2, module.w2.shape[-1])
-        elif isinstance(module, FactorizedDenseLogits):
-            if _fresh(module.wa):
-                linear_init_(module.wa, module.ba, module.wa.shape[1])
-                linear_init_(module.wb, module.bb, module.wb.shape[1])
-        elif isinstance(module, SynthesizerAttention):
-            if _fresh(module.alpha):
-                module.alpha.zero_()  # equal mixture weights at the start
-        elif getattr(module, "r", None) is not None and isinstance(module.r, nn.Parameter):  # random cross-attention
-            if _fresh(module.r):
-                xavier_per_head_(module.r)
+            return
+        own = [*module.parameters(recurse=False),
+               *(b for name, b in module.named_buffers(recurse=False) if name not in module._non_persistent_buffers_set)]
+        if not any(_fresh(t) for t in own) or not hasattr(module, "reset_parameters"):
+            return
+        # a head tied to the token embeddings leaves that table to Embeddings (its scale)
+        tied = {id(m.token.weight) for m in self.modules() if isinstance(m, Embeddings)}
+        if not any(id(t) in tied for t in own):
+            module.reset_parameters()
 
     def new_cache(self) -> SynthesizerCache:
         """An empty decoding cache: V only per layer for a pure synthesizer, K and V with vanilla."""
