@@ -349,3 +349,23 @@ def test_data_prints_the_origin_and_the_hashes_a_run_records(capsys):
     assert code == 0 and out.splitlines()[0] == f"sotu-subset: {expected['origin']}"
     for split, v in expected["splits"].items():
         assert f"{split:<5} {v['examples']:>7} examples  sha256 {v['sha256']}" in out
+
+
+def test_a_classifier_input_too_long_for_the_model_follows_its_length_policy(runs, capsys):
+    """generate encodes a classifier's input as the task does (tasks.classification.encode_input): past
+    max_len it applies the model's on_too_long (here "error"), naming the length and the limit."""
+    long_pair = " ".join(["the cat"] * 40) + "\ta dog"
+    code, _, err = run_cli(["generate", "--run", str(runs["classification"]), "--prompt", long_pair], capsys)
+    assert code == 2 and "more than the model's max_len=32 (its on_too_long: error)" in err
+
+
+def test_the_classifier_input_is_the_tasks_encoding_cut_longer_part_first():
+    from synthesizer.data.generated import fixed_tokenizer
+    from synthesizer.tasks.classification import encode_input
+
+    tok = fixed_tokenizer(["a", "b", "c"])
+    ids, segs = encode_input(tok, "a a a a a a", "b b", 8, fit=lambda n: None)  # 6 + 2 + 3 special > 8
+    assert len(ids) == 8 and segs == [0, 0, 0, 0, 0, 1, 1, 1]  # the first part lost 3, the pair kept its 2
+    assert ids[0] == tok.cls_id and ids.count(tok.sep_id) == 2
+    with pytest.raises(ValueError, match="too long"):
+        encode_input(tok, "a a a a a a", None, 4, fit=lambda n: (_ for _ in ()).throw(ValueError("too long")))

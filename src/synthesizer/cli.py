@@ -295,15 +295,18 @@ def _classify(model, tok, regression: bool, text: str, names: list[str] | None) 
     import torch
 
     from .data.batching import pad_sequences
+    from .tasks.classification import encode_input
 
     if not text.strip():
         return ""
     a, _, b = text.partition("\t")  # a text pair is given tab-separated
-    ids = [tok.cls_id] + tok.encode(a) + [tok.sep_id]
-    segs = [0] * len(ids)
-    if b:
-        pair = tok.encode(b) + [tok.sep_id]
-        ids, segs = ids + pair, segs + [1] * len(pair)
+    max_len, policy = model.config.max_len, model.config.on_too_long
+
+    def fit(n: int) -> None:  # the model's own length policy, as the task applied it in training
+        if policy != "truncate":
+            raise ValueError(f"{n} tokens, more than the model's max_len={max_len} (its on_too_long: {policy})")
+
+    ids, segs = encode_input(tok, a, b or None, max_len, fit)
     x, mask = pad_sequences([ids], tok.pad_id)
     with torch.no_grad():
         out = model(x, mask, torch.tensor([segs]) if b else None)

@@ -25,7 +25,7 @@ from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithP
                                            Seq2SeqLMOutput, SequenceClassifierOutput)
 
 from ..attention.masks import check_right_padded
-from ..models.blocks import Embeddings, fit_length
+from ..models.blocks import Embeddings
 from ..models.classifier import Classifier
 from ..models.lm import LanguageModel
 from ..models.seq2seq import EncoderDecoder
@@ -279,14 +279,8 @@ class SynthesizerModel(SynthesizerPreTrainedModel):
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, cache: Cache | None = None,
                 use_cache: bool | None = None, return_dict: bool | None = None, **kwargs) -> BaseModelOutputWithPast:
         cache, states = self._cache_states(cache, use_cache)
-        start = states[0].length if states else 0
-        lm = self.model
-        # the LanguageModel's forward up to its head (the same modules, in the same order)
-        ids, pad = fit_length(lm.config, input_ids, padding_mask(attention_mask, input_ids.shape[1]), start=start)
-        x = lm.embed(ids, start)
-        for i, block in enumerate(lm.blocks):
-            x = block(x, pad, None if states is None else states[i])
-        return BaseModelOutputWithPast(last_hidden_state=lm.ln_f(x), cache=cache)
+        hidden = self.model.hidden_states(input_ids, padding_mask(attention_mask, input_ids.shape[1]), states)
+        return BaseModelOutputWithPast(last_hidden_state=hidden, cache=cache)
 
 
 class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):

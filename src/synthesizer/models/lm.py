@@ -31,12 +31,18 @@ class LanguageModel(nn.Module):
         return [block.attn.new_cache() for block in self.blocks]
 
     def forward(self, input_ids: Tensor, padding_mask: Tensor | None = None, caches: list | None = None) -> Tensor:
+        """Next-token logits (B, n, vocab)."""
+        return self.head(self.hidden_states(input_ids, padding_mask, caches))
+
+    def hidden_states(self, input_ids: Tensor, padding_mask: Tensor | None = None,
+                      caches: list | None = None) -> Tensor:
+        """The final hidden states (B, n, d), after the last LayerNorm: the forward without its head."""
         start = caches[0].length if caches else 0
         input_ids, padding_mask = fit_length(self.config, input_ids, padding_mask, start=start)
         x = self.embed(input_ids, start)
         for i, block in enumerate(self.blocks):
             x = block(x, padding_mask, None if caches is None else caches[i])
-        return self.head(self.ln_f(x))
+        return self.ln_f(x)
 
     def param_counts(self) -> dict[str, int]:
         """Parameters per component: embeddings, attention.<component>, ffn, norms, head."""

@@ -9,6 +9,8 @@ checkpoint has the lowest validation loss; baseline: the training mean (its ``ms
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -17,6 +19,34 @@ from ..data.batching import LengthBucketSampler, length_batches, pad_sequences
 from ..training.losses import sequence_cross_entropy
 from .base import Task, bucket_sampler, skip_batches, split_of
 from .metrics import classification_metrics, regression_metrics
+
+
+def encode_input(tok, text: str, text_pair: str | None, limit: int,
+                 fit: Callable[[int], object]) -> tuple[list[int], list[int]]:
+    """(ids, segment ids) of one classifier input: ``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]`` (segments
+    0, then 1 for b). An input longer than ``limit`` first goes to ``fit(length)``, which raises unless
+    truncation was chosen; then the longer part is cut first. The task and ``synthesizer generate`` share it."""
+    a = tok.encode(text)
+    b = tok.encode(text_pair) if text_pair is not None else None
+    special = 2 if b is None else 3
+    n = len(a) + (len(b) if b is not None else 0) + special
+    if n > limit:
+        fit(n)
+        budget = limit - special
+        if b is None:
+            a = a[:budget]
+        else:  # cut the longer part first
+            while len(a) + len(b) > budget:
+                if len(a) >= len(b):
+                    a = a[:-1]
+                else:
+                    b = b[:-1]
+    ids = [tok.cls_id] + a + [tok.sep_id]
+    segments = [0] * len(ids)
+    if b is not None:
+        ids += b + [tok.sep_id]
+        segments += [1] * (len(b) + 1)
+    return ids, segments
 
 
 class ClassificationTask(Task):
@@ -43,28 +73,8 @@ class ClassificationTask(Task):
 
     def encode_row(self, text: str, text_pair: str | None, where: str) -> tuple[list[int], list[int]]:
         """(ids, segment ids) of one input, with its length policy applied."""
-        tok = self.tok
-        a = tok.encode(text)
-        b = tok.encode(text_pair) if text_pair is not None else None
-        special = 2 if b is None else 3
-        n = len(a) + (len(b) if b is not None else 0) + special
-        if n > self.limit:
-            self.fit([0] * n, self.limit, where, "max_len")  # raises unless truncation was chosen
-            budget = self.limit - special
-            if b is None:
-                a = a[:budget]
-            else:  # cut the longer part first
-                while len(a) + len(b) > budget:
-                    if len(a) >= len(b):
-                        a = a[:-1]
-                    else:
-                        b = b[:-1]
-        ids = [tok.cls_id] + a + [tok.sep_id]
-        segments = [0] * len(ids)
-        if b is not None:
-            ids += b + [tok.sep_id]
-            segments += [1] * (len(b) + 1)
-        return ids, segments
+        return encode_input(self.tok, text, text_pair, self.limit,
+                            fit=lambda n: self.fit([0] * n, self.limit, where, "max_len"))
 
     def encoded(self, split: str):
         if split not in self._data:
