@@ -77,23 +77,18 @@ class Hooks:
         return cls(run_fn, config_fn, load_fn, log, time_fn)
 
 
-def run_comparison(preset: str, size: str = "quick", kinds: list[str] | None = None,
-                   baselines: list[str] | None = None, seeds: int = 1, out=None, steps: int | None = None,
-                   overrides: list[str] = (), *, jobs: int = 1, threads: int | None = None, heatmaps: bool = True,
-                   command: str = "", run_fn: Callable | None = None, config_fn: Callable | None = None,
-                   load_fn: Callable | None = None, log: Callable[[str], None] = print, time_fn: Callable | None = None,
-                   allow_other_code: bool = False, widths: tuple[int, ...] | None = None) -> dict:
-    """Train every (task, kind, seed) of the comparison that is not finished yet, then write the report.
-
-    The options are :class:`~.plan.Options`'s, the functions :class:`Hooks`'s. ``jobs`` runs train at a
-    time, each in a process of its own (``run_fn`` must then be picklable), each with ``threads`` torch
-    threads (default: the cores shared out). Returns the results dict (also saved as ``OUT/results.json``).
-    """
-    hooks = Hooks.of(run_fn, config_fn, load_fn, log, time_fn)
-    options = Options(preset, size, kinds, baselines, seeds, out, steps, tuple(overrides), jobs=jobs,
-                      threads=threads, heatmaps=heatmaps, command=command, allow_other_code=allow_other_code,
-                      widths=None if widths is None else tuple(widths))
-    return compare(options, hooks)
+def run_comparison(preset: str, size: str = "quick", *, run_fn: Callable | None = None,
+                   config_fn: Callable | None = None, load_fn: Callable | None = None,
+                   log: Callable[[str], None] = print, time_fn: Callable | None = None, **options) -> dict:
+    """Train every (task, kind, seed) of the comparison that is not finished yet, then write the report:
+    :func:`compare` with ``options`` (by keyword: :class:`~.plan.Options`'s fields) and the functions
+    (:class:`Hooks`'s, the experiment runner's where left None). ``jobs`` runs train at a time, each in a
+    process of its own (``run_fn`` must then be picklable), each with ``threads`` torch threads (default:
+    the cores shared out). Returns the results dict (also saved as ``OUT/results.json``)."""
+    for name in ("overrides", "widths"):  # a list from a caller, a tuple in the frozen plan
+        if options.get(name) is not None:
+            options[name] = tuple(options[name])
+    return compare(Options(preset, size, **options), Hooks.of(run_fn, config_fn, load_fn, log, time_fn))
 
 
 def compare(options: Options, hooks: Hooks) -> dict:
