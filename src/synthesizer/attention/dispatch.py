@@ -56,16 +56,41 @@ that decides what a forward pass runs: the layer's ``forward`` and its ``path`` 
 
 from __future__ import annotations
 
-from types import ModuleType
+from typing import Protocol, runtime_checkable
 
 import torch
+from torch import Tensor
 
 from . import registry
 from .ops import (blockwise, factorized_dense, flex_bias, fused, fused_bias, reference, sdpa_bias, shared, triton_bias,
                   wide_qk)
 
+@runtime_checkable
+class Kernel(Protocol):
+    """What the dispatcher and the layer read of a kernel module (``ops/*``), every member present (a
+    kernel that needs nothing beyond torch and always runs takes ``ops/always``'s ``runs`` and ``require``)."""
+
+    NAME: str         # its path name, ``impl=NAME``
+    NEEDS: str        # the scores it reads: "logits", "features" or "bias" (see ``ops/scores``)
+    APPLIES_TO: str   # the layers it computes, in words (for the error on an impl that does not apply)
+    FALLBACK: str | None  # the path a forward pass takes where ``runs`` says no; None: it always runs
+
+    def applies(self, components: list) -> bool:
+        """Whether it computes a layer of these component specs."""
+
+    def runs(self, device: torch.device, training: bool, dropout: float) -> bool:
+        """Whether it can run a forward pass in this mode on this device."""
+
+    def require(self) -> None:
+        """Raise (a missing module, one line) where what it needs beyond torch is absent."""
+
+    def attend(self, scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float,
+               training: bool) -> Tensor:
+        """The layer's heads (B, H, n, dh) from its scores and values."""
+
+
 # Every kernel by path name.
-KERNELS: dict[str, ModuleType] = {k.NAME: k for k in (shared, wide_qk, fused, fused_bias, blockwise, sdpa_bias,
+KERNELS: dict[str, Kernel] = {k.NAME: k for k in (shared, wide_qk, fused, fused_bias, blockwise, sdpa_bias,
                                                      factorized_dense, reference, triton_bias, flex_bias)}
 # The CPU ranking above; the first that applies is the default.
 CPU_RANKING = ("shared", "fused", "wide_qk", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", "reference")
@@ -113,7 +138,6 @@ def running_path(components: tuple[str, ...], impl: str, *, training: bool, drop
     kernel = KERNELS.get(path)
     if kernel is None:  # "invalid": the layer refuses such an impl when it is built
         return path
-    runs = getattr(kernel, "runs", None)
-    if runs is not None and not runs(device, training, dropout):
+    if not kernel.runs(device, training, dropout):
         return kernel.FALLBACK
     return path

@@ -82,12 +82,10 @@ class SynthesizerAttention(nn.Module):
         self.value = nn.Linear(d_model, d_model)
         self.out = nn.Linear(d_model, d_model)
         if impl not in ("auto", "reference") and choose_path(self.components, impl) != impl:
-            applies_to = getattr(KERNELS[impl], "APPLIES_TO", None)
-            raise ValueError(f"impl={impl!r} does not apply to kind {self.kind!r}; use 'auto' or 'reference'"
-                             + (f" ({impl!r} computes {applies_to})" if applies_to else ""))
-        require = getattr(KERNELS.get(impl), "require", None)
-        if require is not None:  # an opt-in path's missing package: said now, not at the first forward
-            require()
+            raise ValueError(f"impl={impl!r} does not apply to kind {self.kind!r}; use 'auto' or 'reference' "
+                             f"({impl!r} computes {KERNELS[impl].APPLIES_TO})")
+        if impl in KERNELS:  # an opt-in path's missing package: said now, not at the first forward
+            KERNELS[impl].require()
         # Ask for the path once now, eagerly: a kernel's one-off check that its op works (fused_bias's
         # probe) then never first runs inside a torch.compile'd forward, where it is a graph break.
         self.path  # noqa: B018

@@ -24,9 +24,12 @@ from torch import Tensor
 from ..forms import BIAS, FEATURES
 from ..masks import MASKED, causal_mask
 from .scores import Scores, Terms, as_terms, bias_rows
+from .always import require, runs  # noqa: F401  (the kernel interface, dispatch.Kernel)
 
 NAME = "blockwise"
 NEEDS = "features"
+APPLIES_TO = "dot products of features, plus any batch-shared bias terms (random+vanilla, ...)"
+FALLBACK = None  # it runs in every mode on every device (always.runs)
 
 # Logits per block of one example (16 MiB in float32; the backward holds two such blocks and the
 # block's rows of the bias): 256 rows per block at 8 heads, seq 2048. Chosen by timing 2M / 4M / 8M

@@ -33,9 +33,12 @@ from torch import Tensor
 from ..masks import MASKED, causal_mask
 from .blockwise import _dropout_keep
 from .scores import Scores, kernel_dtype
+from .always import require, runs  # noqa: F401  (the kernel interface, dispatch.Kernel)
 
 NAME = "factorized_dense"
 NEEDS = "features"
+APPLIES_TO = "the factorized_dense component alone"
+FALLBACK = None  # it runs in every mode on every device (always.runs)
 
 # Logits per block (16 MiB in float32): whole (n, n) matrices of several (example, head) pairs, or
 # blocks of rows of one pair where one matrix is larger (or causal: see CAUSAL_ROWS). Twice as many

@@ -20,9 +20,12 @@ from torch import Tensor
 from ..forms import FEATURES
 from ..masks import allowed_keys, finite_masked_logit
 from .scores import Scores
+from .always import require, runs  # noqa: F401  (the kernel interface, dispatch.Kernel)
 
 NAME = "fused"
 NEEDS = "features"
+APPLIES_TO = "layers of dot products of features only (vanilla, dense, factorized_random and their mixtures)"
+FALLBACK = None  # it runs in every mode on every device (always.runs)
 
 
 def fold(q: Tensor, k: Tensor, v: Tensor, padding: Tensor | None = None,

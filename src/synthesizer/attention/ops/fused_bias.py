@@ -32,9 +32,11 @@ from ..masks import allowed_keys, masked_bias
 from .blockwise import attention_backward, blockwise_attention, blockwise_forward, unflatten, wanted_terms
 from .fused import fold
 from .scores import Scores, Terms, as_terms, bias_rows
+from .always import require  # noqa: F401  (the kernel interface, dispatch.Kernel)
 
 NAME = "fused_bias"
 NEEDS = "features"
+APPLIES_TO = "dot products of features mixed with at least one batch-shared bias (random+vanilla, ...)"
 FALLBACK = "blockwise"
 OP = "_scaled_dot_product_flash_attention_for_cpu"
 

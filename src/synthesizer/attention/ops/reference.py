@@ -11,9 +11,12 @@ from torch import Tensor
 
 from ..masks import combined_mask, masked_softmax
 from .scores import Scores
+from .always import require, runs  # noqa: F401  (the kernel interface, dispatch.Kernel)
 
 NAME = "reference"
 NEEDS = "logits"
+APPLIES_TO = "every layer"
+FALLBACK = None  # it runs in every mode on every device (always.runs)
 
 
 def applies(components) -> bool:

@@ -28,9 +28,12 @@ from ..masks import allowed_keys, masked_bias
 from . import fused_bias
 from .fused import fold
 from .scores import Scores
+from .always import require, runs  # noqa: F401  (the kernel interface, dispatch.Kernel)
 
 NAME = "sdpa_bias"
 NEEDS = "features"
+APPLIES_TO = "dot products of features mixed with at least one batch-shared bias (random+vanilla, ...)"
+FALLBACK = None  # it runs in every mode on every device (always.runs)
 # The backends a CUDA call may use, in sdpa's own order of preference (see above).
 CUDA_BACKENDS = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 # Head sizes are padded to a multiple of this (zeros: the logits do not change): the memory-efficient

@@ -21,9 +21,12 @@ from torch import Tensor
 
 from ..masks import MASKED, causal_mask
 from .scores import Scores
+from .always import require, runs  # noqa: F401  (the kernel interface, dispatch.Kernel)
 
 NAME = "shared"
 NEEDS = "bias"
+APPLIES_TO = "layers of input-independent components only (random, fixed_random, factorized_random, mixed)"
+FALLBACK = None  # it runs in every mode on every device (always.runs)
 # Rows per block of the causal block-triangular products (docs/bench/kernels.md); 0: whole
 # products with the mask applied first.
 CAUSAL_BLOCK = 256

@@ -36,9 +36,12 @@ from ..masks import MASKED, causal_mask
 from .blockwise import _dropout_keep
 from .factorized_dense import pair_blocks
 from .scores import Scores, kernel_dtype
+from .always import require, runs  # noqa: F401  (the kernel interface, dispatch.Kernel)
 
 NAME = "wide_qk"
 NEEDS = "features"
+APPLIES_TO = "mixtures of dot products of features (dense+vanilla, factorized_random+vanilla, ...)"
+FALLBACK = None  # it runs in every mode on every device (always.runs)
 
 # Logits per block (16 MiB in float32): four whole (n, n) matrices at seq 1024, or rows of one
 # (example, head) pair (see factorized_dense.pair_blocks). Chosen by timing 2^20 to 2^22
