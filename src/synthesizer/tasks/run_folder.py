@@ -1,19 +1,9 @@
-"""The folder one run trains in, and the rules for reusing it.
+"""The folder one run trains in, and the rules for reusing it (its files and their names: runs/files.py).
 
-Layout, written by :func:`~synthesizer.tasks.experiment.run_experiment` (rank 0 only under ``torchrun``;
-the file names are ``runs/files.py``'s)::
-
-    out_dir/
-      .lock               held (flock) by the process training here; a second one is refused at once
-      experiment.json     the ExperimentConfig as written, written first (resume checks it against the one given)
-      data.json           where the data came from and content hashes of its splits and of the
-                          tokenizer (see data/provenance.py), written first too: even a run that
-                          crashed before its first checkpoint can be told apart from another
-      tokenizer/          trained once on the train split, reused on resume
-      labels.json         classification label names (index = class id)
-      log.jsonl           the Trainer's train/eval records (eval records carry the mixture weights)
-      step-*/ last best   checkpoints (see training/checkpoint.py)
-      result.json         the summary (tasks/result.py), written atomically at the end
+Rank 0 holds the folder's lock (``.lock``, flock) while a run trains there, so a second process is
+refused at once; it writes experiment.json (the config as written) and data.json (the data's and the
+tokenizer's content hashes, see data/provenance.py) before anything else, so even a run that crashed
+before its first checkpoint can be told apart from another.
 
 Resuming continues the run in the folder only if it is the same run: the same config, except the
 fields in ``RESUMABLE`` (more or fewer steps, time cap, logging, evaluation and checkpoint cadence,
