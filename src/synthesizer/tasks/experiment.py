@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from torch import nn
@@ -57,55 +58,95 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = Fa
         folder.release(discard=info.rank == 0)  # a folder this run made holds nothing yet
         raise
     try:
-        return _train_and_report(cfg, corpus, folder, resume, progress, info, provenance, pretrained)
+        return Run(cfg, folder, corpus, provenance, info, resume=resume, progress=progress,
+                   pretrained=pretrained).train_and_report()
     finally:
         folder.release()
 
 
-def _train_and_report(cfg: ExperimentConfig, corpus: Corpus, folder: RunFolder, resume: bool, progress: bool,
-                      info: dist.DistInfo, provenance: dict, pretrained: Pretrained | None = None) -> dict:
-    main, out_dir = info.rank == 0, folder.path
-    tokenizer = folder.tokenizer(cfg, corpus, resume, provenance)
-    task = task_class(cfg)(cfg, corpus, tokenizer, info.rank, info.world_size)
-    model_cfg = make_model_config(cfg, tokenizer, task, pretrained)
-    source = pretrained.encoder_decoder() if pretrained is not None else None  # built before seeding: same init
-    seed_everything(cfg.seed)
-    model = build_model(task.family, model_cfg)
-    if source is not None:
-        if not isinstance(model, Classifier):
-            raise ValueError(f"init_from: a {cfg.task!r} model has no encoder to load")
-        model.load_encoder(source)  # a resumed run then loads its own checkpoint over it
-        del source
-    if main and corpus.label_names is not None:
-        write_labels(out_dir, corpus.label_names)
+# a run stopped by one of these resumes later: it has no result yet
+SIGNALS = ("SIGINT", "SIGTERM", "signal")
 
-    def evaluate_fn(m: nn.Module) -> dict:
-        metrics = task.evaluate(m)
-        weights = mixture_weights(m)
-        if weights is not None:
-            metrics["mixture_weights"] = weights
-        return metrics
 
-    train_cfg = cfg.train_config(best_metric=task.select_metric, best_mode=task.select_mode, progress=progress)
-    trainer = Trainer(model, task.step_fn, task.train_batches, train_cfg, evaluate_fn=evaluate_fn, out_dir=out_dir,
-                      tokenizer=str(out_dir / TOKENIZER_DIR), device=info.device, reference_loss=task.uniform_loss())
-    diverged_step, stopped = None, "max_steps"
-    try:
-        stopped = trainer.train(resume=resume).stopped
-    except Diverged as e:
-        diverged_step, stopped = e.step, "diverged"
-        if main:
-            warnings.warn(f"{out_dir}: training diverged at step {e.step} ({e}); reporting the best "
-                          "checkpoint saved before it", stacklevel=3)
-    if stopped in ("SIGINT", "SIGTERM", "signal"):
-        return {"stopped": stopped, "steps": trainer.step, "checkpoint": str(out_dir / LAST)}
+@dataclass
+class Run:
+    """One run while its folder is locked: what it trains on, where, and the steps that train and report it."""
 
-    result_path = folder.result
-    if main:
-        result = summarize(cfg, task, model, corpus, out_dir, trainer.step, diverged_step, stopped)
-        if pretrained is not None:
-            result["init_from"] = pretrained.record()
-        result["provenance"] = provenance
-        write_json(result_path, result)
-    dist.barrier()
-    return json.loads(result_path.read_text())
+    cfg: ExperimentConfig
+    folder: RunFolder
+    corpus: Corpus
+    provenance: dict  # data.json's content
+    info: dist.DistInfo
+    resume: bool = False
+    progress: bool = True
+    pretrained: Pretrained | None = None
+
+    @property
+    def main(self) -> bool:
+        return self.info.rank == 0
+
+    def train_and_report(self) -> dict:
+        """The tokenizer, the task, the model, training, then result.json (or, stopped by a signal, where
+        to resume from)."""
+        tokenizer = self.folder.tokenizer(self.cfg, self.corpus, self.resume, self.provenance)
+        task = task_class(self.cfg)(self.cfg, self.corpus, tokenizer, self.info.rank, self.info.world_size)
+        model = self.model(task, tokenizer)
+        if self.main and self.corpus.label_names is not None:
+            write_labels(self.folder.path, self.corpus.label_names)
+        trainer = self.trainer(task, model)
+        stopped, diverged_step = self.train(trainer)
+        if stopped in SIGNALS:
+            return {"stopped": stopped, "steps": trainer.step, "checkpoint": str(self.folder.path / LAST)}
+        return self.report(task, model, trainer.step, diverged_step, stopped)
+
+    def model(self, task: Task, tokenizer: Tokenizer) -> nn.Module:
+        """The model, seeded; a fine-tuned classifier starts from the pretraining run's encoder."""
+        pretrained = self.pretrained
+        model_cfg = make_model_config(self.cfg, tokenizer, task, pretrained)
+        source = pretrained.encoder_decoder() if pretrained is not None else None  # built before seeding: same init
+        seed_everything(self.cfg.seed)
+        model = build_model(task.family, model_cfg)
+        if source is not None:
+            if not isinstance(model, Classifier):
+                raise ValueError(f"init_from: a {self.cfg.task!r} model has no encoder to load")
+            model.load_encoder(source)  # a resumed run then loads its own checkpoint over it
+        return model
+
+    def trainer(self, task: Task, model: nn.Module) -> Trainer:
+        """The Trainer: the task's loss, batches and checkpoint selection; evaluation records the mixture weights."""
+
+        def evaluate_fn(m: nn.Module) -> dict:
+            metrics = task.evaluate(m)
+            weights = mixture_weights(m)
+            if weights is not None:
+                metrics["mixture_weights"] = weights
+            return metrics
+
+        out_dir = self.folder.path
+        train_cfg = self.cfg.train_config(best_metric=task.select_metric, best_mode=task.select_mode,
+                                          progress=self.progress)
+        return Trainer(model, task.step_fn, task.train_batches, train_cfg, evaluate_fn=evaluate_fn, out_dir=out_dir,
+                       tokenizer=str(out_dir / TOKENIZER_DIR), device=self.info.device,
+                       reference_loss=task.uniform_loss())
+
+    def train(self, trainer: Trainer) -> tuple[str, int | None]:
+        """(why training stopped, the first diverged step or None); a diverged run is reported from the best
+        checkpoint saved before it."""
+        try:
+            return trainer.train(resume=self.resume).stopped, None
+        except Diverged as e:
+            if self.main:
+                warnings.warn(f"{self.folder.path}: training diverged at step {e.step} ({e}); reporting the best "
+                              "checkpoint saved before it", stacklevel=4)
+            return "diverged", e.step
+
+    def report(self, task: Task, model: nn.Module, step: int, diverged_step: int | None, stopped: str) -> dict:
+        """result.json (rank 0 writes it; every rank returns it)."""
+        if self.main:
+            result = summarize(self.cfg, task, model, self.corpus, self.folder.path, step, diverged_step, stopped)
+            if self.pretrained is not None:
+                result["init_from"] = self.pretrained.record()
+            result["provenance"] = self.provenance
+            write_json(self.folder.result, result)
+        dist.barrier()
+        return json.loads(self.folder.result.read_text())
