@@ -53,3 +53,23 @@ def test_a_report_is_written_from_a_results_file_without_the_comparison_or_the_r
     for png in ("lm-sotu-subset-curves.png", "lm-sotu-subset-speed.png"):
         assert (out / png).stat().st_size > 1000 and f"]({png})" in md
     assert json.loads((out / "results.json").read_text())["runs"] == load_results(FIXTURE)["runs"]
+
+
+def test_the_claims_never_decide_on_a_rows_status_text():
+    """A row's ``status`` is shown, never parsed: the claims read the flags it is written from (at_chance,
+    diverged, ignores_attention ...), so a change of wording cannot change a verdict."""
+    import ast
+    from pathlib import Path
+
+    import synthesizer.report.claims as claims
+
+    tree = ast.parse(Path(claims.__file__).read_text(encoding="utf-8"))
+
+    def reads_status(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Attribute) and n.attr == "status" for n in ast.walk(node))
+
+    decided = [ast.unparse(n) for n in ast.walk(tree)
+               if (isinstance(n, ast.Compare) and reads_status(n))
+               or (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in
+                   ("startswith", "endswith", "find", "count") and reads_status(n.func.value))]
+    assert not decided, decided
