@@ -271,3 +271,13 @@ def test_the_report_imports_no_torch_no_models_and_of_attention_only_the_kinds()
                       if t.startswith(NOT_IN_REPORT_MODEL_SIDE) and t not in REPORT_MAY_IMPORT_OF_ATTENTION]
     assert wrong == []
 
+
+
+def test_the_presets_live_in_comparison_and_the_report_reads_none():
+    """A preset is what to train (comparison/presets.py); the report renders whatever results.json holds."""
+    mods = module_files()
+    assert "synthesizer.comparison.presets" in mods
+    report = [name for name in mods if name.startswith("synthesizer.report")]
+    defining = [name for name in report if "PRESETS" in mods[name][0].read_text(encoding="utf-8")]
+    importing = [name for name in report if "synthesizer.comparison.presets" in import_graph().get(name, set())]
+    assert defining == [] and importing == []
