@@ -75,3 +75,45 @@ def test_a_run_record_is_finished_failed_or_stopped():
     assert [outcome(r) for r in (finished, failure, stopped)] == [FINISHED, FAILED, STOPPED]
     assert [failed(r) for r in (finished, failure, stopped)] == [False, True, False]
     assert outcome({**finished, "error": "after the metrics"}) == FAILED  # an error wins: the run is not counted
+
+
+def _results_file(tmp_path, runs):
+    import json
+
+    from synthesizer.report.results import FORMAT
+
+    (tmp_path / "results.json").write_text(json.dumps({"format": FORMAT, "runs": runs}))
+    return tmp_path
+
+
+RECORD = {"task": "lm", "data": "sotu", "attention": "dense", "seed": 1, "test_metrics": {"perplexity": 9.0,
+          "loss": None}, "primary_metric": "perplexity", "higher_is_better": False, "run_dir": "runs/x"}
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"task": None}, "no 'task' string"),
+    ({"seed": "1"}, "'seed' is '1', not an integer"),
+    ({"test_metrics": {"perplexity": "9"}}, "'test_metrics' is not an object of numbers"),
+    ({"primary_metric": "bleu"}, "'primary_metric' (one of its test_metrics: perplexity, loss)"),
+    ({"higher_is_better": "no"}, "'higher_is_better' (true or false)"),
+    ({"error": 3}, "'error' is 3"),
+    ({"test_metrics": "gone"}, "neither 'test_metrics' (a finished run) nor 'error'"),
+])
+def test_a_record_missing_what_readers_count_on_is_refused_naming_the_file_and_record(tmp_path, change, named):
+    from synthesizer.report.results import load_results
+
+    record = {**RECORD, **change}
+    if change.get("test_metrics") == "gone":  # a stopped run's place, which results.json never holds
+        del record["test_metrics"]
+    folder = _results_file(tmp_path, [RECORD, record])
+    with pytest.raises(ValueError) as e:
+        load_results(folder)
+    assert f"{folder / 'results.json'}: runs[1]: " in str(e.value) and named in str(e.value)
+
+
+def test_finished_and_failed_records_load_as_they_are(tmp_path):
+    from synthesizer.report.results import load_results
+
+    identity = {k: RECORD[k] for k in ("task", "data", "attention")}  # no seed: read as seed 0
+    runs = [RECORD, {**identity, "error": "ValueError: bad"}, {**RECORD, "seed": 2, "run_dir": None}]
+    assert load_results(_results_file(tmp_path, runs))["runs"] == runs

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..runs.files import WEIGHTS_NAME, read_result
-from ..report.results import STOPPED, outcome
+from ..report.results import STOPPED, Failure, outcome
 from ..runs.plan import PlannedRun
 from .plan import is_finished, run_config
 
@@ -174,7 +174,7 @@ def run_one(item: PlannedRun, run_fn: Callable, progress: bool = False) -> tuple
     return result, time.perf_counter() - t0
 
 
-def failure(item: PlannedRun, error: str) -> dict:
+def failure(item: PlannedRun, error: str) -> Failure:
     """The record of a run that failed: the report lists it, the comparison goes on."""
     return {"task": item.task, "data": item.data, "attention": item.kind, "seed": item.seed, "error": error}
 

@@ -11,10 +11,13 @@ Layout (``FORMAT = 1``)::
      "attention": {"lm-sotu": {"random": [<attention_maps() layer dicts>]}},
      "timings": {"lm-sotu": <comparison/timing.py's record: the kinds timed one at a time>}}
 
-A run record is one of three (:func:`outcome`): **finished**, run_experiment's result dict (with
-``test_metrics``) and its ``run_dir``; **failed**, ``{"task", "data", "attention", "seed", "error"}``;
-**stopped** (interrupted by a signal, resumed by the next ``compare``), a record with neither.
-Every run of one task and data in one file trained on the same data and tokenizer (``check_one_corpus``).
+A run's answer is one of three types (:func:`outcome` tells them apart): a :class:`RunRecord`,
+run_experiment's result dict (with ``test_metrics``) and its ``run_dir``; a :class:`Failure`,
+``{"task", "data", "attention", "seed", "error"}``; or :class:`Stopped` (interrupted by a signal: where
+to resume, and no record, since the next ``compare`` trains it on). results.json holds the first two.
+They stay dicts, as JSON reads them: the types name the keys every reader may count on, and
+:func:`load_results` checks them, naming the file and the record. Every run of one task and data in one
+file trained on the same data and tokenizer (``check_one_corpus``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any, TypedDict
 
 from ..runs.files import write_json
 
@@ -32,14 +36,83 @@ FILENAME = "results.json"
 FINISHED, FAILED, STOPPED = "finished", "failed", "stopped"
 
 
-def outcome(record: dict) -> str:
+class _Named(TypedDict):
+    task: str
+    data: str
+    attention: str
+
+
+class RunIdentity(_Named, total=False):
+    """What names a run in a comparison (:func:`run_key`); ``seed`` is 0 where a record has none."""
+    seed: int
+
+
+class Failure(RunIdentity):
+    """A run that raised, or whose process died: the report lists its error and the comparison goes on."""
+    error: str
+
+
+class Stopped(TypedDict):
+    """A run interrupted by a signal (SIGINT, SIGTERM): its last checkpoint, from which it resumes."""
+    stopped: str
+    steps: int
+    checkpoint: str
+
+
+class _Scored(RunIdentity):
+    test_metrics: dict[str, float | None]
+    primary_metric: str
+    higher_is_better: bool
+
+
+class RunRecord(_Scored, total=False):
+    """A finished run: its test metrics (a metric that was not finite is null) and how to read them; the
+    rest (curve, params, timings, provenance, ...) is what tasks.result.summarize records. An average over
+    runs (the GLUE-style one) has no ``run_dir``."""
+    run_dir: str
+
+
+Record = RunRecord | Failure | Stopped
+
+_IDENTITY = {"task": str, "data": str, "attention": str}
+
+
+def check_record(record: Any, where: str) -> None:
+    """ValueError naming ``where`` (the file and the record's place in it) and the key, where ``record``
+    is neither a :class:`RunRecord` nor a :class:`Failure`: a report must not fail later on a key that a
+    hand edit or another tool left out."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: a run record is a JSON object, not {type(record).__name__}")
+    for key, kind in _IDENTITY.items():
+        if not isinstance(record.get(key), kind):
+            raise ValueError(f"{where}: the record has no {key!r} string (every record names its task, data, "
+                             "attention and seed)")
+    if not isinstance(record.get("seed", 0), int) or isinstance(record.get("seed"), bool):
+        raise ValueError(f"{where}: 'seed' is {record['seed']!r}, not an integer")
+    state = outcome(record)
+    if state == FAILED:
+        if not isinstance(record["error"], str):
+            raise ValueError(f"{where}: 'error' is {record['error']!r}, not the failure's message")
+        return
+    if state == STOPPED:
+        raise ValueError(f"{where}: the record has neither 'test_metrics' (a finished run) nor 'error' (a failed "
+                         "one); a stopped run is not recorded, and the next compare trains it on")
+    metrics = record["test_metrics"]
+    if not isinstance(metrics, dict) or not all(v is None or isinstance(v, (int, float)) for v in metrics.values()):
+        raise ValueError(f"{where}: 'test_metrics' is not an object of numbers (null where not finite)")
+    if record.get("primary_metric") not in metrics or not isinstance(record.get("higher_is_better"), bool):
+        raise ValueError(f"{where}: a finished run names its 'primary_metric' (one of its test_metrics: "
+                         f"{', '.join(map(str, metrics)) or 'none'}) and 'higher_is_better' (true or false)")
+
+
+def outcome(record: Record) -> str:
     """What became of a run: FAILED (it records an ``error``), FINISHED (it has test metrics) or STOPPED."""
     if "error" in record:
         return FAILED
     return FINISHED if "test_metrics" in record else STOPPED
 
 
-def failed(record: dict) -> bool:
+def failed(record: Record) -> bool:
     return outcome(record) == FAILED
 
 
@@ -130,6 +203,9 @@ def load_results(path: str | os.PathLike) -> dict:
         raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("runs"), list):
         raise ValueError(f"{path}: not a comparison results file (format {FORMAT} with a 'runs' list)")
+    for field in ("runs", "pretraining"):
+        for i, record in enumerate(data.get(field) or []):
+            check_record(record, f"{path}: {field}[{i}]")
     return data
 
 
