@@ -78,6 +78,8 @@ def test_a_scale_study_trains_every_width_in_seed_rounds_and_reads_the_trend(tmp
     assert re.search(r"random.s share of what vanilla.s attention adds: falls: 8\d% \[", report)
     assert "[width 16](width-16/report.md)" in report and (tmp_path / "scale_lm-sotu.png").is_file()
     assert "| 2. Trained random and dense" in report  # the claims at each width
+    assert re.search(r"- claim 2, random on `lm-sotu`: falls: 8\d% \[.* at 16, \d\d% \[.* at 32", report)
+    assert "claim 1, fixed_random" not in report  # a kind not trained has no reading
     # the same command again trains nothing and rewrites the report from the folders
     again = WidthRunner()
     run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=["none"], seeds=3, out=tmp_path,

@@ -13,7 +13,8 @@ task it shows, at each width:
 * on a recall task (a diagnostic corpus), how many seeds of each kind learned it (test accuracy at least
   ``LEARNED_ACCURACY``);
 * the compute: parameters, tokens, a FLOPs estimate and the wall time;
-* the claims' verdicts at each width, as each width's own report gives them.
+* the claims' verdicts at each width, as each width's own report gives them, and per claim the shares
+  of its kinds on each task it applies to, with their trend: what the claim's check reads, at every width.
 
 Nothing is extrapolated: the text names the widths measured and the budget they share.
 """
@@ -103,19 +104,23 @@ def _score_table(by_width: dict[int, Group], widths: list[int]) -> Block:
     return ("table", ["kind", *[f"width {w}" for w in widths]], rows)
 
 
+def _share_points(by_width: dict[int, Group], kind: str, widths: list[int]) -> list[tuple[int, Share | None]]:
+    """``(W, kind's share of vanilla's attention gain at W)`` for each width, None where it is not measured."""
+    points = []
+    for w in widths:
+        row = by_width[w].row(kind) if w in by_width else None
+        points.append((w, None if row is None else row.attention_share))
+    return points
+
+
 def _share_table(by_width: dict[int, Group], widths: list[int]) -> tuple[Block, list[str]]:
     """The shares of attention's gain per kind and width, none's kept share, and the trend of each kind."""
     kinds = [row.kind for g in by_width.values() for row in g.rows if row.kind not in ("vanilla", NONE_KIND)]
     rows, readings = [], []
     for kind in dict.fromkeys(kinds):
-        cells, points = [], []
-        for w in widths:
-            row = by_width[w].row(kind) if w in by_width else None
-            share = None if row is None else row.attention_share
-            cells.append("—" if share is None else share.text())
-            if share is not None:
-                points.append((w, share))
-        rows.append([kind, *cells])
+        shares = _share_points(by_width, kind, widths)
+        rows.append([kind, *("—" if share is None else share.text() for _, share in shares)])
+        points = [(w, share) for w, share in shares if share is not None]
         if points:
             readings.append(f"{kind}'s share of what vanilla's attention adds: {trend(points)}")
     none_cells, none_points = [], []
@@ -210,15 +215,39 @@ def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
     return blocks
 
 
+def _claim_readings(study: Study) -> list[str]:
+    """Per claim judged against vanilla, the trend of each of its kinds' shares on each task it applies to:
+    the quantity the claim's check reads, at every width."""
+    items = []
+    for claim in CLAIMS:
+        kinds = [rule.kind for rule in claim.quality if rule.reference == "vanilla"]
+        for key, by_width in study.groups.items():
+            if not any(claim.applies(g) for g in by_width.values()):
+                continue
+            for kind in kinds:
+                points = [(w, share) for w, share in _share_points(by_width, kind, study.widths) if share is not None]
+                if points:
+                    items.append(f"claim {claim.number}, {kind} on `{key}`: {trend(points)}")
+    return items
+
+
 def _claims_block(study: Study) -> list[Block]:
     columns = {w: {v.number: verdict_label(v) for v in evaluate_claims(list(
         g[w] for g in study.groups.values() if w in g))} for w in study.widths}
     rows = [[f"{claim.number}. {claim.claim}", *[columns[w].get(claim.number, "—") for w in study.widths]]
             for claim in CLAIMS]
-    return [("h2", "The claims at each width"),
-            ("p", "Each width's verdicts, as its own report (width-W/report.md) gives them with their reasons; a claim "
-                  "becomes decidable at a width where `none` clearly fails the test that the kinds pass."),
-            ("table", ["claim", *[f"width {w}" for w in study.widths]], rows)]
+    blocks: list[Block] = [
+        ("h2", "The claims at each width"),
+        ("p", "Each width's verdicts, as its own report (width-W/report.md) gives them with their reasons; a claim "
+              "becomes decidable at a width where `none` clearly fails the test that the kinds pass."),
+        ("table", ["claim", *[f"width {w}" for w in study.widths]], rows)]
+    readings = _claim_readings(study)
+    if readings:
+        blocks += [("p", "What each claim's check reads, at every width: its kinds' shares of what vanilla's "
+                         "attention adds (vanilla = 100%), and their direction from the narrowest to the widest "
+                         "width (a share moves only where the two intervals do not overlap):"),
+                   ("list", readings)]
+    return blocks
 
 
 def _header(study: Study) -> list[Block]:
