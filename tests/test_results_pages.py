@@ -6,6 +6,7 @@
   rendered from its results.json), and a paragraph that quotes figures must link one.
 * docs/benchmarks.md: every figure it quotes must appear in the committed benchmark files it is written from
   (the tables, CSV and JSON lines under docs/bench), but for the paper's own figures it quotes by name.
+* the demo's accuracies on README.md and docs/demo.md are the table the demo wrote (docs/demo/table.md).
 """
 
 import re
@@ -101,3 +102,34 @@ def test_every_figure_of_the_benchmarks_page_is_in_a_committed_benchmark_file():
                                                                                    if holds(committed, f)})
     assert missing == [], f"figures of docs/benchmarks.md found in no file under docs/bench: {missing}"
 
+
+
+DEMO_TABLE = ROOT / "docs" / "demo" / "table.md"
+
+
+def demo_accuracies(text: str) -> dict[str, dict[str, str]]:
+    """``{task: {kind: test accuracy}}`` from the demo's markdown tables, each under its bold task title."""
+    found, task = {}, None
+    for line in text.splitlines():
+        title = re.match(r"\*\*([\w-]+)", line)
+        if title:
+            task = title.group(1)
+        elif task and line.startswith("| ") and not line.startswith("| attention"):
+            kind, accuracy = [cell.strip() for cell in line.strip("|").split("|")[:2]]
+            found.setdefault(task, {})[kind] = accuracy
+    return found
+
+
+def test_the_demo_figures_on_the_readme_and_the_demo_page_are_the_committed_demo_table():
+    committed = DEMO_TABLE.read_text(encoding="utf-8")
+    tables = demo_accuracies(committed)
+    assert set(tables) == {"reversal", "key-value"} and len(tables["reversal"]) == 6
+    page = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
+    for block in committed.split("\n\n"):
+        if block.startswith("**") and "\n| " in block:  # a task's title and table, as the demo wrote them
+            assert block.strip() in page, f"docs/demo.md differs from docs/demo/table.md in: {block[:60]!r}"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| ([\w+]+)(?: \([^)]*\))? \| ([\d.]+) \| ([\d.]+) \|$", readme, re.MULTILINE)
+    assert sorted(kind for kind, _, _ in rows) == sorted(tables["reversal"])
+    for kind, reversal, lookup in rows:
+        assert (reversal, lookup) == (tables["reversal"][kind], tables["key-value"][kind]), kind
