@@ -92,6 +92,11 @@ def test_the_trend_moves_only_where_the_intervals_part():
     assert trend([(16, Share(0.9, 0.85, 0.95)), (32, Share(0.6, 0.5, 0.7))]).startswith("falls: 90% [85%, 95%] at 16")
     assert trend([(16, Share(0.5, 0.4, 0.6)), (32, Share(0.8, 0.7, 0.9))]).startswith("rises")
     assert trend([(16, Share(0.8, 0.6, 0.9)), (32, Share(0.7, 0.5, 0.85))]).startswith("no clear change")
+    # down then up again: the ends alone (92% then 83%) would read "falls"
+    dip = [(32, Share(0.92, 0.88, 0.96)), (64, Share(0.18, 0.17, 0.19)), (128, Share(0.83, 0.79, 0.87))]
+    assert trend(dip).startswith("moves both ways")
+    steady = [(32, Share(0.9, 0.85, 0.95)), (64, Share(0.8, 0.7, 0.9)), (128, Share(0.6, 0.5, 0.7))]
+    assert trend(steady).startswith("falls")
     unmeasured = Share(0.7, -float("inf"), float("inf"))
     assert trend([(16, Share(0.9, 0.85, 0.95)), (32, unmeasured)]).endswith("(no interval measured, so no direction)")
 

@@ -7,7 +7,8 @@ task it shows, at each width:
 * each kind's test score;
 * each kind's share of what vanilla's attention adds (its gain over ``none``; vanilla = 100%), with the
   claims' 95% interval (``claims.put_shares``), and the direction of that share from the narrowest to the
-  widest width (``trend``): it moves only where the two intervals do not overlap;
+  widest width (``trend``): it moves only where the two intervals do not overlap, and a share that clearly
+  moves up between two neighbouring widths and down between two others is said to move both ways;
 * ``none``'s kept share of vanilla's gain over the trivial predictor: the higher, the less attention has
   to do and the less any check against vanilla can tell;
 * on a recall task (a diagnostic corpus), how many seeds of each kind learned it (test accuracy at least
@@ -75,15 +76,24 @@ class Study:
         return [r for r in self.results[width]["runs"] if group_key(r["task"], r["data"]) == key and not failed(r)]
 
 
+def _measured(share: Share) -> bool:
+    return math.isfinite(share.low) and math.isfinite(share.high)
+
+
 def trend(points: list[tuple[int, Share]]) -> str:
     """The direction of a share from the narrowest to the widest width it was measured at: "rises" or "falls"
-    where the two 95% intervals do not overlap, else "no clear change"; with the values at every width."""
+    where the two 95% intervals do not overlap, else "no clear change"; "moves both ways" where it clearly
+    rises between two neighbouring widths and clearly falls between two others (the ends alone would hide
+    it); with the values at every width."""
     values = ", ".join(f"{share.text()} at {width}" for width, share in points)
     if len(points) < 2:
         return values
     (_, first), (_, last) = points[0], points[-1]
-    if not all(math.isfinite(x) for x in (first.low, first.high, last.low, last.high)):
+    if not (_measured(first) and _measured(last)):
         return f"{values} (no interval measured, so no direction)"
+    steps = [(a, b) for (_, a), (_, b) in zip(points, points[1:]) if _measured(a) and _measured(b)]
+    if any(b.low > a.high for a, b in steps) and any(b.high < a.low for a, b in steps):
+        return f"moves both ways (clearly up between two widths, clearly down between two others): {values}"
     if last.low > first.high:
         return f"rises: {values}"
     if last.high < first.low:
@@ -196,7 +206,8 @@ def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
                table]
     if readings:
         blocks += [("p", "Reading (a share moves only where its intervals at the narrowest and widest width do not "
-                         "overlap):"), ("list", readings)]
+                         "overlap; \"moves both ways\" where it clearly rises between two neighbouring widths and "
+                         "falls between two others):"), ("list", readings)]
     if first.data in DIAGNOSTIC_CORPORA:
         blocks += [("h3", f"Seeds that learned it (test accuracy at least {LEARNED_ACCURACY:.0%})"),
                    _learned_table(by_width, study, key, widths)]
@@ -245,7 +256,8 @@ def _claims_block(study: Study) -> list[Block]:
     if readings:
         blocks += [("p", "What each claim's check reads, at every width: its kinds' shares of what vanilla's "
                          "attention adds (vanilla = 100%), and their direction from the narrowest to the widest "
-                         "width (a share moves only where the two intervals do not overlap):"),
+                         "width (a share moves only where the two intervals do not overlap; \"moves both ways\" where it "
+                         "clearly rises between two neighbouring widths and falls between two others):"),
                    ("list", readings)]
     return blocks
 
