@@ -59,6 +59,15 @@ synthesizer compare --render $out/classification-standard-0.2 $out/linformer-sta
 # the quick classification report (0.1.0's, without `none`) trained again whole with 0.3.0.dev0
 synthesizer compare --preset classification --size quick --seeds 3 --jobs 2 --out $out/classification-quick-0.3
 synthesizer compare --render $out/classification-quick-0.3 --out docs/results/classification-quick
+# The scale study (in progress; resumes from each width's results.json, a round of seeds at a time), then
+# each width's report and the report across widths, rendered in place
+synthesizer compare --preset scale --size standard --seeds 3 --jobs 2 --threads 1 --out $out/scale
+mkdir -p docs/results/scale
+for w in 32 64 128; do
+  synthesizer compare --render $out/scale/width-$w --out docs/results/scale/width-$w
+done
+rm -f docs/results/scale/width-*/report.html  # --render writes it again; the markdown and plots are committed
+synthesizer compare --render docs/results/scale
 # The speed verdicts' one-at-a-time timing of every report, then the results index's verdicts table
 for name in lm mt summarization dialogue classification listops diagnostics glue lm-quick classification-quick; do
   synthesizer compare --time docs/results/$name
