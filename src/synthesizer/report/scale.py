@@ -210,6 +210,9 @@ def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
                          "falls between two others):"), ("list", readings)]
     if first.data in DIAGNOSTIC_CORPORA:
         blocks += [("h3", f"Seeds that learned it (test accuracy at least {LEARNED_ACCURACY:.0%})"),
+                   ("p", "Recall is often learned all at once after a long plateau, so a flat validation loss "
+                         "does not mean a run has finished learning: a seed that has not learned the task says "
+                         "\"not within this budget\", not \"cannot\"."),
                    _learned_table(by_width, study, key, widths)]
     learning = _learning_items(by_width)
     if learning:
