@@ -124,6 +124,12 @@ def test_best_and_last_links_and_old_checkpoints_are_pruned(tmp_path):
     assert os.readlink(tmp_path / "best") == os.readlink(tmp_path / "last") == "step-00000003.1"
     assert sorted(os.listdir(tmp_path)) == ["best", "last", "previous", "step-00000003", "step-00000003.1"]
     assert load_checkpoint(tmp_path, TinyLM(), which="best", restore_rng=False)["step"] == 3
+    from synthesizer.training.checkpoint import step_of
+
+    assert [step_of(tmp_path / name) for name in ("step-00000003", "step-00000003.1")] == [3, 3]
+    assert step_of((tmp_path / "last").resolve()) == 3
+    with pytest.raises(ValueError, match="'last' is not a checkpoint folder's name"):
+        step_of(tmp_path / "last")
 
 
 def test_a_truncated_checkpoint_names_the_file_and_resume_falls_back_to_the_previous_one(tmp_path):

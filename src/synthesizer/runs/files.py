@@ -46,6 +46,8 @@ def group_key(task: str, data: str) -> str:
 # The symlinks to checkpoint folders: the newest, the one before it, the best by validation metric.
 LAST, PREVIOUS, BEST = "last", "previous", "best"
 LINKS = (LAST, PREVIOUS, BEST)
+# The checkpoint folders they point to: step-%08d, with a .i suffix where that step was saved before.
+STEP_PREFIX = "step-"
 
 
 def is_hf_folder(path: str | os.PathLike) -> bool:

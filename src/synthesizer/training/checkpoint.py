@@ -34,7 +34,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..runs.files import BEST, CONFIG_NAME, LAST, LINKS, PREVIOUS, STATE_NAME, TOKENIZER_DIR, WEIGHTS_NAME
+from ..runs.files import (BEST, CONFIG_NAME, LAST, LINKS, PREVIOUS, STATE_NAME, STEP_PREFIX, TOKENIZER_DIR,
+                          WEIGHTS_NAME)
 from .distributed import unwrap_model
 
 # What the saved weights mean, in the file's metadata. 2: token embeddings multiplied by sqrt(d_model)
@@ -117,7 +118,7 @@ def _referenced(directory: Path) -> set[str]:
 def _cleanup(directory: Path) -> None:
     keep = _referenced(directory)
     for child in directory.iterdir():
-        if child.is_dir() and not child.is_symlink() and child.name.startswith("step-") and child.name not in keep:
+        if child.is_dir() and not child.is_symlink() and child.name.startswith(STEP_PREFIX) and child.name not in keep:
             shutil.rmtree(child, ignore_errors=True)
 
 
@@ -139,7 +140,7 @@ def _save_tokenizer(tokenizer: str | os.PathLike | TokenizerSaver, folder: Path)
 
 def _free_name(directory: Path, step: int) -> str:
     """``step-%08d``, or with a ``.i`` suffix when that step was saved before: a folder in use is never overwritten."""
-    name = f"step-{step:08d}"
+    name = f"{STEP_PREFIX}{step:08d}"
     if (directory / name).exists():
         i = 1
         while (directory / f"{name}.{i}").exists():
@@ -239,6 +240,14 @@ def finished_checkpoint(run_dir: str | os.PathLike, which: str = BEST) -> Path:
         except FileNotFoundError:
             continue
     raise FileNotFoundError(f"{run_dir}: no checkpoint yet (no {which!r} or 'last' folder)")
+
+
+def step_of(folder: str | os.PathLike) -> int:
+    """The training step a checkpoint folder (``step-00000400`` or ``step-00000400.1``) was saved at."""
+    name = Path(folder).name
+    if not name.startswith(STEP_PREFIX) or not name[len(STEP_PREFIX):].split(".")[0].isdigit():
+        raise ValueError(f"{name!r} is not a checkpoint folder's name ({STEP_PREFIX}<step>[.i])")
+    return int(name[len(STEP_PREFIX):].split(".")[0])
 
 
 def intact_checkpoints(directory: str | os.PathLike) -> list[Path]:

@@ -46,7 +46,7 @@ from ..errors import FieldError, os_error_line, positive_int
 from ..runs.files import LAST
 from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
-                         point_last, resolve_checkpoint, restore_rng_state, save_checkpoint)
+                         point_last, resolve_checkpoint, restore_rng_state, save_checkpoint, step_of)
 from .compiled import compile_model
 from .loggers import MetricLogger, build_loggers, check_loggers, require_loggers
 from .optim import SCHEDULES, build_optimizer, build_scheduler
@@ -435,7 +435,7 @@ class Trainer:
             except (OSError, CheckpointError) as e:
                 last = intact_checkpoints(self.out_dir)
                 kept = (f"could not save a checkpoint either ({type(e).__name__}); the last one kept is "
-                        + (f"{last[0].name} (step {int(last[0].name[5:13])})" if last else "none"))
+                        + (f"{last[0].name} (step {step_of(last[0])})" if last else "none"))
         return OSError(f"training stopped at step {self.step}: {os_error_line(error)}; {kept}; once the folder "
                        "takes writes again, continue with --resume")
 
