@@ -133,3 +133,19 @@ def test_the_demo_figures_on_the_readme_and_the_demo_page_are_the_committed_demo
     assert sorted(kind for kind, _, _ in rows) == sorted(tables["reversal"])
     for kind, reversal, lookup in rows:
         assert (reversal, lookup) == (tables["reversal"][kind], tables["key-value"][kind]), kind
+
+
+def test_the_committed_scale_report_is_what_its_width_folders_render(tmp_path):
+    """The report across widths is rendered from the width folders' results.json alone: a committed report.md
+    that an edit of the renderer or of a results.json left behind fails here."""
+    from synthesizer.report.scale import width_folders, write_scale_report
+
+    committed = RESULTS / "scale"
+    folders = width_folders(committed)
+    assert len(folders) >= 2
+    for width, folder in folders.items():
+        (tmp_path / folder.name).mkdir()
+        (tmp_path / folder.name / "results.json").write_bytes((folder / "results.json").read_bytes())
+    fresh = write_scale_report(tmp_path).read_text(encoding="utf-8")
+    assert fresh == (committed / "report.md").read_text(encoding="utf-8"), \
+        "re-render it: synthesizer compare --render docs/results/scale"
