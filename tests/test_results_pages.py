@@ -7,6 +7,7 @@
 * docs/benchmarks.md: every figure it quotes must appear in the committed benchmark files it is written from
   (the tables, CSV and JSON lines under docs/bench), but for the paper's own figures it quotes by name.
 * the demo's accuracies on README.md and docs/demo.md are the table the demo wrote (docs/demo/table.md).
+* the scale study's report is what its width folders' results.json render.
 """
 
 import re
