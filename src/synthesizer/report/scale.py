@@ -76,6 +76,11 @@ class Study:
         return [r for r in self.results[width]["runs"] if group_key(r["task"], r["data"]) == key and not failed(r)]
 
 
+# How trend() reads a share across widths, as the report states it.
+TREND_RULE = ("a share moves only where its intervals at the narrowest and widest width do not overlap; \"moves "
+              "both ways\" where it clearly rises between two neighbouring widths and falls between two others")
+
+
 def _measured(share: Share) -> bool:
     return math.isfinite(share.low) and math.isfinite(share.high)
 
@@ -114,35 +119,30 @@ def _score_table(by_width: dict[int, Group], widths: list[int]) -> Block:
     return ("table", ["kind", *[f"width {w}" for w in widths]], rows)
 
 
-def _share_points(by_width: dict[int, Group], kind: str, widths: list[int]) -> list[tuple[int, Share | None]]:
-    """``(W, kind's share of vanilla's attention gain at W)`` for each width, None where it is not measured."""
+def _share_points(by_width: dict[int, Group], kind: str, widths: list[int],
+                  field: str = "attention_share") -> list[tuple[int, Share | None]]:
+    """``(W, kind's share at W)`` for each width, None where it is not measured: its share of vanilla's
+    attention gain, or (``field="kept"``) its kept share of vanilla's gain over the trivial predictor."""
     points = []
     for w in widths:
         row = by_width[w].row(kind) if w in by_width else None
-        points.append((w, None if row is None else row.attention_share))
+        points.append((w, None if row is None else getattr(row, field)))
     return points
 
 
 def _share_table(by_width: dict[int, Group], widths: list[int]) -> tuple[Block, list[str]]:
     """The shares of attention's gain per kind and width, none's kept share, and the trend of each kind."""
     kinds = [row.kind for g in by_width.values() for row in g.rows if row.kind not in ("vanilla", NONE_KIND)]
+    none = f"`{NONE_KIND}` keeps of vanilla's gain over the trivial predictor"
+    lines = [(kind, f"{kind}'s share of what vanilla's attention adds", "attention_share")
+             for kind in dict.fromkeys(kinds)] + [(NONE_KIND, none, "kept")]
     rows, readings = [], []
-    for kind in dict.fromkeys(kinds):
-        shares = _share_points(by_width, kind, widths)
-        rows.append([kind, *("—" if share is None else share.text() for _, share in shares)])
+    for kind, label, field in lines:
+        shares = _share_points(by_width, kind, widths, field)
+        rows.append([none if kind == NONE_KIND else kind, *("—" if s is None else s.text() for _, s in shares)])
         points = [(w, share) for w, share in shares if share is not None]
         if points:
-            readings.append(f"{kind}'s share of what vanilla's attention adds: {trend(points)}")
-    none_cells, none_points = [], []
-    for w in widths:
-        row = by_width[w].row(NONE_KIND) if w in by_width else None
-        kept = None if row is None else row.kept
-        none_cells.append("—" if kept is None else kept.text())
-        if kept is not None:
-            none_points.append((w, kept))
-    rows.append([f"`{NONE_KIND}` keeps of vanilla's gain over the trivial predictor", *none_cells])
-    if none_points:
-        readings.append(f"`{NONE_KIND}` keeps of vanilla's gain over the trivial predictor: {trend(none_points)}")
+            readings.append(f"{label}: {trend(points)}")
     return ("table", ["kind", *[f"width {w}" for w in widths]], rows), readings
 
 
@@ -205,9 +205,7 @@ def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
                      f"better than `{NONE_KIND}` at that width (no gain to share) or the kind was not trained."),
                table]
     if readings:
-        blocks += [("p", "Reading (a share moves only where its intervals at the narrowest and widest width do not "
-                         "overlap; \"moves both ways\" where it clearly rises between two neighbouring widths and "
-                         "falls between two others):"), ("list", readings)]
+        blocks += [("p", f"Reading ({TREND_RULE}):"), ("list", readings)]
     if first.data in DIAGNOSTIC_CORPORA:
         blocks += [("h3", f"Seeds that learned it (test accuracy at least {LEARNED_ACCURACY:.0%})"),
                    ("p", "Recall is often learned all at once after a long plateau, so a flat validation loss "
@@ -258,9 +256,7 @@ def _claims_block(study: Study) -> list[Block]:
     readings = _claim_readings(study)
     if readings:
         blocks += [("p", "What each claim's check reads, at every width: its kinds' shares of what vanilla's "
-                         "attention adds (vanilla = 100%), and their direction from the narrowest to the widest "
-                         "width (a share moves only where the two intervals do not overlap; \"moves both ways\" where it "
-                         "clearly rises between two neighbouring widths and falls between two others):"),
+                         f"attention adds (vanilla = 100%), and their direction ({TREND_RULE}):"),
                    ("list", readings)]
     return blocks
 

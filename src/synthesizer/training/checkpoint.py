@@ -245,9 +245,10 @@ def finished_checkpoint(run_dir: str | os.PathLike, which: str = BEST) -> Path:
 def step_of(folder: str | os.PathLike) -> int:
     """The training step a checkpoint folder (``step-00000400`` or ``step-00000400.1``) was saved at."""
     name = Path(folder).name
-    if not name.startswith(STEP_PREFIX) or not name[len(STEP_PREFIX):].split(".")[0].isdigit():
+    step = name[len(STEP_PREFIX):].split(".")[0]
+    if not name.startswith(STEP_PREFIX) or not step.isdigit():
         raise ValueError(f"{name!r} is not a checkpoint folder's name ({STEP_PREFIX}<step>[.i])")
-    return int(name[len(STEP_PREFIX):].split(".")[0])
+    return int(step)
 
 
 def intact_checkpoints(directory: str | os.PathLike) -> list[Path]:
