@@ -15,7 +15,7 @@ matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import PowerNorm  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
 
 from ..attention.kinds import PAPER_KINDS as DEFAULT_KINDS  # noqa: E402
 from .tables import Group, speed_unit  # noqa: E402
@@ -135,6 +135,9 @@ def _share_bars(ax, points: list[tuple[int, object]], **style) -> None:
     ax.errorbar(xs, ys, yerr=err, capsize=3, marker="o", **style)
 
 
+SCALE_DODGE = 1.03  # kinds' horizontal offset on the log width axis, as a factor per kind
+
+
 def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
     """A task of a scale study against model width: each kind's test score (seed std), its share of what
     vanilla's attention adds (95% intervals) and ``none``'s kept share of vanilla's gain over the trivial
@@ -144,15 +147,17 @@ def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
     widths = sorted(by_width)
     first = by_width[widths[0]]
     kinds = list(dict.fromkeys(row.kind for w in widths for row in by_width[w].rows))
-    fig, (score, share, floor) = plt.subplots(1, 3, figsize=(14, 4.2))
-    for kind in kinds:
+    fig, (score, share, floor) = plt.subplots(1, 3, figsize=(14, 4.2), layout="constrained")
+    for i, kind in enumerate(kinds):
+        # Each kind a little apart on the (log) width axis, so equal scores do not hide each other's bars.
+        dodge = SCALE_DODGE ** (i - (len(kinds) - 1) / 2)
         rows = [(w, by_width[w].row(kind)) for w in widths]
         rows = [(w, r) for w, r in rows if r is not None and r.metric_mean is not None]
         if rows:
-            score.errorbar([w for w, _ in rows], [r.metric_mean for _, r in rows],
+            score.errorbar([w * dodge for w, _ in rows], [r.metric_mean for _, r in rows],
                            yerr=[r.metric_std or 0.0 for _, r in rows], capsize=3, marker="o", label=kind,
                            color=kind_color(kind))
-        points = [(w, r.attention_share) for w, r in rows if r.attention_share is not None]
+        points = [(w * dodge, r.attention_share) for w, r in rows if r.attention_share is not None]
         if points and kind != "none":
             _share_bars(share, points, label=kind, color=kind_color(kind))
     kept = [(w, by_width[w].row("none").kept) for w in widths
@@ -171,6 +176,8 @@ def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
     score.set_ylabel(f"test {first.metric} ({'higher' if first.higher_is_better else 'lower'} is better)")
     score.legend(fontsize=7)
     share.axhline(1.0, color="grey", lw=0.8, ls="--")
+    for ax in (share, floor):
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))  # shares read as the tables print them
     share.set_ylabel("share of what vanilla's attention adds")
     share.set_title("(score - none) / (vanilla - none)", fontsize=9)
     floor.set_ylabel("none's kept share")

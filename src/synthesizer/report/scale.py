@@ -12,7 +12,8 @@ task it shows, at each width:
 * ``none``'s kept share of vanilla's gain over the trivial predictor: the higher, the less attention has
   to do and the less any check against vanilla can tell;
 * on a recall task (a diagnostic corpus), how many seeds of each kind learned it (test accuracy at least
-  ``LEARNED_ACCURACY``);
+  ``LEARNED_ACCURACY``), and the widths where vanilla itself missed it: a share above 100% there may say
+  that vanilla failed rather than that the kind does more than attention;
 * the compute: parameters, tokens, a FLOPs estimate and the wall time;
 * the claims' verdicts at each width, as each width's own report gives them, and per claim the shares
   of its kinds on each task it applies to, with their trend: what the claim's check reads, at every width.
@@ -153,12 +154,23 @@ def _learned_table(by_width: dict[int, Group], study: Study, key: str, widths: l
     for kind in kinds:
         cells = []
         for w in widths:
-            runs = [r for r in study.runs(w, key) if r["attention"] == kind] if w in study.results else []
-            accs = [r["test_metrics"].get("accuracy") for r in runs if r.get("test_metrics")]
-            accs = [a for a in accs if a is not None]
-            cells.append("—" if not accs else f"{sum(a >= LEARNED_ACCURACY for a in accs)}/{len(accs)}")
+            learned, seeds = _learned(study, w, key, kind)
+            cells.append(f"{learned}/{seeds}" if seeds else "—")
         rows.append([kind, *cells])
     return ("table", ["kind", *[f"width {w}" for w in widths]], rows)
+
+
+def _learned(study: Study, width: int, key: str, kind: str) -> tuple[int, int]:
+    """(seeds of ``kind`` that learned the recall task ``key`` at ``width``, seeds with a test accuracy)."""
+    runs = [r for r in study.runs(width, key) if r["attention"] == kind] if width in study.results else []
+    accs = [a for a in ((r.get("test_metrics") or {}).get("accuracy") for r in runs) if a is not None]
+    return sum(a >= LEARNED_ACCURACY for a in accs), len(accs)
+
+
+def _vanilla_missed(study: Study, key: str, widths: list[int]) -> list[str]:
+    """The widths (with "k/n seeds") where some seed of vanilla did not learn the recall task ``key``."""
+    counts = {w: _learned(study, w, key, "vanilla") for w in widths}
+    return [f"{w} ({k}/{n} seeds learned it)" for w, (k, n) in counts.items() if n and k < n]
 
 
 def _compute_rows(study: Study, key: str, by_width: dict[int, Group]) -> list[list[str]]:
@@ -206,7 +218,15 @@ def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
                table]
     if readings:
         blocks += [("p", f"Reading ({TREND_RULE}):"), ("list", readings)]
-    if first.data in DIAGNOSTIC_CORPORA:
+    recall = first.data in DIAGNOSTIC_CORPORA
+    missed = _vanilla_missed(study, key, widths) if recall else []
+    if missed:
+        blocks.append(("p", "Vanilla did not learn the task in every seed at width" + "s" * (len(missed) > 1) + " "
+                            + ", ".join(missed) + ": a "
+                            "share there is measured against vanilla's mean accuracy, which counts the seeds that "
+                            "missed the lookup, so a share above 100% may say that vanilla failed at that width "
+                            "rather than that the kind does more than attention."))
+    if recall:
         blocks += [("h3", f"Seeds that learned it (test accuracy at least {LEARNED_ACCURACY:.0%})"),
                    ("p", "Recall is often learned all at once after a long plateau, so a flat validation loss "
                          "does not mean a run has finished learning: a seed that has not learned the task says "
