@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from synthesizer.report.claims import evaluate_claims, verdict_reason
+from synthesizer.report.claims import evaluate_claims, verdict_label, verdict_reason
 from synthesizer.report.summary import print_tables
 from synthesizer.report.document import build_report
 from synthesizer.report.learning import curve_drop
@@ -64,10 +64,15 @@ def test_a_flattened_curve():
 
 
 def test_a_curve_still_falling_makes_the_claims_provisional_with_the_same_verdicts():
-    def claim2(drop):
-        runs = (seeds("vanilla", [325.5, 330.1, 321.0], drop=drop) + seeds("random", [421.8, 430.2, 415.9], drop=drop)
-                + seeds("dense", [326.0, 331.0, 321.5], drop=drop) + seeds("none", [450.0, 460.0, 445.0], drop=drop))
-        groups = build_groups(runs)  # with `none` clearly behind: attention matters, nothing else is provisional
+    def task(drop, data="d"):
+        return (seeds("vanilla", [325.5, 330.1, 321.0], drop=drop, data=data)
+                + seeds("random", [421.8, 430.2, 415.9], drop=drop, data=data)
+                + seeds("dense", [326.0, 331.0, 321.5], drop=drop, data=data)
+                + seeds("none", [450.0, 460.0, 445.0], drop=drop, data=data))
+
+    def claim2(drop, *more):
+        groups = build_groups(task(drop) + [r for m in more for r in m])
+        # with `none` clearly behind: attention matters, nothing else is provisional
         return groups[0].learning, next(v for v in evaluate_claims(groups) if v.number == 2)
 
     got, falling = claim2(0.098)
@@ -78,6 +83,13 @@ def test_a_curve_still_falling_makes_the_claims_provisional_with_the_same_verdic
     assert falling.verdict == flat.verdict and [c.verdict for c in falling.checks] == [c.verdict for c in flat.checks]
     assert verdict_reason(falling).startswith("lm-d: provisional: vanilla still learning; random vs vanilla: loss ")
     assert "provisional" not in verdict_reason(flat)
+    # the claims table says so beside the verdict, where every deciding check is provisional
+    assert falling.verdict == "contradicts"
+    assert verdict_label(falling) == "contradicts (provisional: vanilla still learning)"
+    assert verdict_label(flat) == "contradicts"
+    # a second task that had finished learning contradicts on its own: the verdict stands unmarked
+    _, both = claim2(0.098, task(0.01, data="e"))
+    assert both.verdict == "contradicts" and verdict_label(both) == "contradicts"
 
 
 def test_a_solved_task_has_flattened_whatever_its_relative_fall():

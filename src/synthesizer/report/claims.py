@@ -657,9 +657,14 @@ def gate_check(check: Check, group: Group, gate: tuple[bool | None, str, str] | 
 
 def verdict_label(verdict: Verdict) -> str:
     """"supports", or "contradicts (provisional: no `none` trained)" where a deciding check rests on a task whose
-    use of attention is not checked, or "supports (on what ran; some checks not run)": the label the claims
-    table and the closing summary show."""
-    why = next((c.unchecked for c in verdict.checks if c.verdict == verdict.verdict and c.unchecked), "")
+    use of attention is not checked, "contradicts (provisional: vanilla still learning)" where every deciding
+    check rests on a task whose vanilla had not finished learning, or "supports (on what ran; some checks not
+    run)": the label the claims table and the closing summary show."""
+    deciding = [c for c in verdict.checks if c.verdict == verdict.verdict]
+    why = next((c.unchecked for c in deciding if c.unchecked), "")
+    if not why and deciding and all(c.learning for c in deciding):
+        # one deciding check on a task that had finished learning would stand on its own
+        why = deciding[0].learning.removeprefix("provisional: ")
     if why and verdict.verdict in (SUPPORTS, CONTRADICTS):
         return f"{verdict.verdict} (provisional: {why})"
     if verdict.verdict == SUPPORTS and any(c.verdict == NOT_RUN for c in verdict.checks):
