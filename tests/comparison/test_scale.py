@@ -170,3 +170,17 @@ def test_the_quick_scale_study_trains_for_real(tmp_path, monkeypatch):
     report = (tmp_path / "study" / "report.md").read_text()
     assert "Seeds that learned it" in report and "\"not within this budget\", not \"cannot\"" in report
     assert os.path.getsize(tmp_path / "study" / "report.html") > 0
+
+
+def test_the_header_names_each_command_once_and_every_widths_render(tmp_path):
+    run_comparison("lm", "quick", kinds=["vanilla"], baselines=["none"], out=tmp_path, run_fn=WidthRunner(),
+                   config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None, widths=(16, 32))
+    for width in (16, 32):
+        folder = str(tmp_path / f"width-{width}")
+        assert main(["--render", folder, "--out", folder]) == 0
+    assert main(["--render", str(tmp_path)]) == 0
+    header = (tmp_path / "report.md").read_text().split("\n## ")[0]
+    commands = re.findall(r"^- command: `(.*)`$", header, flags=re.M)
+    assert len(commands) == len(set(commands)) == 2  # the library call records no command line of its own
+    for width in (16, 32):
+        assert any(c.endswith(f"--out {tmp_path}/width-{width}") and "--render" in c for c in commands), commands

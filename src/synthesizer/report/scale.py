@@ -283,6 +283,8 @@ def _claims_block(study: Study) -> list[Block]:
 
 def _header(study: Study) -> list[Block]:
     first = study.results[study.widths[0]]
+    # every width's commands, each once: the study's training command, then the command that made each width's folder
+    commands = dict.fromkeys(c for w in study.widths for c in study.results[w].get("commands", []))
     seeds = sorted({int(r.get("seed", 0)) for res in study.results.values() for r in res["runs"]})
     code = sorted({describe_code((r.get("provenance") or {}).get("code")) for res in study.results.values()
                    for r in res["runs"] if (r.get("provenance") or {}).get("code")})
@@ -291,7 +293,7 @@ def _header(study: Study) -> list[Block]:
              f"seeds: {', '.join(map(str, seeds)) or 'none'}",
              f"size: {first.get('size') or 'custom'}; every width trains each task with the same data, steps and "
              "tokens (the task's budget at this size)",
-             *[f"command: `{c}`" for c in first.get("commands", [])],
+             *[f"command: `{c}`" for c in commands],
              f"trained by: {'; '.join(code) or 'code not recorded'}",
              "each width's own report, with every table, curve and verdict reason: " + ", ".join(
                  f"[width {w}]({WIDTH_PREFIX}{w}/report.md)" for w in study.widths)]
