@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from .blocks import EncoderBlock, Embeddings, stack_param_counts, fit_length, format_param_counts
+from .blocks import (EncoderBlock, Embeddings, bias_for, fit_length, format_param_counts, stack_param_counts,
+                     stack_position_bias)
 from .config import ModelConfig
 
 
@@ -21,6 +22,7 @@ class LanguageModel(nn.Module):
         self.config = config
         self.embed = Embeddings(config)
         self.blocks = nn.ModuleList(EncoderBlock(config, causal=True) for _ in range(config.n_layers))
+        self.position_bias = stack_position_bias(config, causal=True)  # shared by the blocks, or None
         self.ln_f = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_embeddings:
@@ -40,8 +42,9 @@ class LanguageModel(nn.Module):
         start = caches[0].length if caches else 0
         input_ids, padding_mask = fit_length(self.config, input_ids, padding_mask, start=start)
         x = self.embed(input_ids, start)
+        bias = bias_for(self.position_bias, start, input_ids.shape[1])
         for i, block in enumerate(self.blocks):
-            x = block(x, padding_mask, None if caches is None else caches[i])
+            x = block(x, padding_mask, None if caches is None else caches[i], bias)
         return self.ln_f(x)
 
     def param_counts(self) -> dict[str, int]:
