@@ -3,6 +3,8 @@
     synthesizer compare --preset lm [--size quick|standard|full] [--kinds ...] [--baselines linformer ...]
                         [--seeds N] [--out DIR] [--steps N] [--set key=value ...] [--jobs N --threads T] [--plan]
     synthesizer compare --preset scale [--widths 32 64 128 ...] ...   (a scale study: one comparison per width)
+    synthesizer compare --preset P --lrs 1e-3 3e-3 1e-2 ...   (every kind at its best learning rate: OUT/tuned)
+    synthesizer compare --preset baselines ...   (the strongest vanilla's positions, then every kind tuned)
     synthesizer compare --render DIR [DIR ...] [--out DIR]   (a scale study's folder: its report across widths)
     synthesizer compare --time DIR
     synthesizer compare --index DIR
@@ -32,6 +34,8 @@ from ..runs.code import code_provenance
 from ..report.summary import render, write_and_print
 from .command import plan_commands
 from .plan import Options
+from .baselines import is_baselines_folder
+from ..report.baselines import write_baselines_report
 from .run import run_comparison
 from .timing import add_timings
 
@@ -63,6 +67,15 @@ def _parser() -> argparse.ArgumentParser:
                         "OUT/width-W, then write OUT/report.md, the gaps between the kinds against width (default: "
                         "the preset's; --preset scale: 32 64 128 at the standard size, 16 32 at quick; other presets: "
                         "one width, the task's own)")
+    p.add_argument("--lrs", nargs="+", type=float, metavar="LR",
+                   help="a learning-rate sweep: train the first seed of every kind at each rate (OUT/lr-RATE), pick "
+                        "each kind's rate by its validation loss, then train every seed of every kind at its own rate "
+                        "(OUT/tuned, whose report judges the claims; default: the preset's rates, if any)")
+    p.add_argument("--positions", nargs="+", metavar="SCHEME",
+                   help="a baselines study: vanilla with each position scheme (learned, sinusoidal, rope, relative, "
+                        "alibi, none), then every kind with the strongest, each at its best learning rate, per task "
+                        "in OUT/TASK (default: the preset's; --preset baselines: all six)")
+    p.add_argument("--tasks", nargs="+", metavar="CONFIG", help="train only these tasks of the preset (config names)")
     p.add_argument("--out", help="comparison folder (default: runs/compare-<preset>-<size>)")
     p.add_argument("--steps", type=int, help="training steps per run (scales eval/warm-up to fit)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -114,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError("a scale study's report is written in its own folder: leave out --out")
             print(f"scale report: {write_scale_report(args.render[0])}")
             return 0
+        if len(args.render) == 1 and is_baselines_folder(args.render[0]):  # a baselines study: its own report
+            if args.out:
+                raise ValueError("a baselines study's report is written in its own folder: leave out --out")
+            print(f"baselines report: {write_baselines_report(args.render[0])}")
+            return 0
         render(args.render, args.out, command=command, rendered_by=code_provenance())
         return 0
     if not args.preset:
@@ -121,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(args.preset, args.size, _split_list(args.kinds), _split_list(args.baselines), args.seeds,
                       args.out, args.steps, tuple(args.overrides), jobs=args.jobs, threads=args.threads,
                       heatmaps=not args.no_heatmaps, command=command, allow_other_code=args.allow_other_code,
-                      widths=None if args.widths is None else tuple(args.widths))
+                      widths=None if args.widths is None else tuple(args.widths),
+                      lrs=None if args.lrs is None else tuple(args.lrs),
+                      positions=None if args.positions is None else tuple(_split_list(args.positions)),
+                      tasks=None if args.tasks is None else tuple(_split_list(args.tasks)))
     if args.plan:
         for line in plan_commands(options):
             print(line, flush=True)
