@@ -141,3 +141,26 @@ def test_strongest_and_matched_d_ff():
 def test_plan_refuses_a_study_that_chooses_from_finished_runs():
     with pytest.raises(ValueError, match="--plan lists the runs of one comparison"):
         plan_commands(Options("lm", lrs=(1e-3,)))
+
+
+def test_a_scale_study_with_a_sweep_tunes_every_width_and_reports_the_best_rate(tmp_path):
+    runner = TunedRunner()
+    study(tmp_path, runner, kinds=["vanilla", "random"], baselines=["none"], seeds=2, lrs=(1e-3, 1e-2),
+          widths=(16, 32))
+    for width in (16, 32):
+        tuned = load_results(tmp_path / f"width-{width}" / "tuned" / "results.json")
+        assert {(r["attention"], r["seed"]) for r in tuned["runs"]} == {(k, s) for k in ("vanilla", "random", "none")
+                                                                        for s in (0, 1)}
+    report = (tmp_path / "report.md").read_text()
+    assert "Best over learning rates (seed 0)" in report
+    assert "[width 16](width-16/tuned/report.md)" in report
+    # random is best at 1e-2 of the two rates; its cell names the best rate and the chosen one
+    assert "(0.01; chosen 0.01)" in report and "(0.001; chosen 0.001)" in report
+
+
+def test_the_recall_preset_sweeps_zoologys_rates_at_three_widths():
+    assert lrs_of(Options("recall", "standard")) == (1e-4, 4.6e-4, 2.2e-3, 1e-2)
+    from synthesizer.comparison.scale import widths_of
+    assert widths_of(Options("recall", "standard")) == (32, 64, 128)
+    cfg = ExperimentConfig.from_file("diag-mqar-zoology-128-small", [])
+    assert cfg.train.stop_metric == "accuracy" and cfg.train.stop_at == 0.99 and cfg.model["max_len"] == 128
