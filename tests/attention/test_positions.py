@@ -156,3 +156,67 @@ def test_clear_errors():
         SynthesizerAttention(D, H, L, "vanilla")(torch.randn(1, 5, D), position_bias=torch.zeros(H, 5, 5))
     with pytest.raises(ValueError, match="even head size"):
         SynthesizerAttention(12, 4, L, "vanilla", positions="rope")
+
+
+# ----------------------------------------------------------------------------- per-token positions
+ALL_KINDS = ["vanilla", "random", "fixed_random", "dense", "factorized_random", "factorized_dense",
+             "random+vanilla", "dense+vanilla", "factorized_dense+vanilla"]
+
+
+def _left_padded(x, pad_len):
+    """x (1, n, d) behind pad_len padding tokens, with the padding mask and per-token positions."""
+    b, n, d = x.shape
+    padded = torch.cat([torch.randn(b, pad_len, d), x], 1)
+    mask = torch.tensor([[True] * pad_len + [False] * n])
+    positions = torch.tensor([[0] * pad_len + list(range(n))])
+    return padded, mask, positions
+
+
+@pytest.mark.parametrize("kind, scheme", [(k, s) for k in ALL_KINDS for s in ("none", "rope", "relative", "alibi")
+                                          if s == "none" or "vanilla" in k])  # a scheme needs a dot product
+def test_a_left_padded_row_with_its_positions_gives_what_the_row_gives_alone(kind, scheme):
+    torch.manual_seed(3)
+    layer = SynthesizerAttention(D, H, L, kind, causal=True, positions=scheme).eval()
+    if layer.alpha is not None:
+        with torch.no_grad():
+            layer.alpha.normal_()
+    bias = None if scheme in ("none", "rope") else bias_module(scheme, True)
+    x = torch.randn(1, 7, D, requires_grad=True)
+    alone = layer(x, position_bias=None if bias is None else bias(0, 7, 7))
+    padded, mask, pos = _left_padded(x, 3)
+    left = layer(padded, mask, positions=pos, position_bias=None if bias is None else bias(pos, pos))
+    assert_close_f32(left[:, 3:], alone, f"{kind} {scheme}: left-padded", LAYER)
+    g_alone = torch.autograd.grad(alone.square().sum(), x)[0]
+    g_left = torch.autograd.grad(left[:, 3:].square().sum(), x)[0]
+    assert_close_f32(g_left, g_alone, f"{kind} {scheme}: gradient, left-padded", LAYER)
+    # decoding: the prompt with its positions, then tokens given none continue each row
+    with torch.no_grad():
+        cache = layer.new_cache()
+        outs = [layer(padded[:, :5], mask[:, :5], cache=cache, positions=pos[:, :5],
+                      position_bias=None if bias is None else bias(pos[:, :5], pos[:, :5]))]
+        for t in range(5, 10):
+            rows = cache.positions[:, -1:] + 1
+            keys = torch.cat([cache.positions, rows], 1)
+            outs.append(layer(padded[:, t : t + 1], cache=cache,
+                              position_bias=None if bias is None else bias(rows, keys)))
+        assert cache.positions.tolist() == pos.tolist()
+    assert_close_f32(torch.cat(outs, 1)[:, 3:], alone.detach(), f"{kind} {scheme}: decoding, left-padded", LAYER)
+
+
+def test_random_reads_r_at_each_rows_own_positions():
+    layer = SynthesizerAttention(D, H, L, "random")
+    rows, keys = torch.tensor([[2, 0, 5]]), torch.tensor([[1, 4, 3]])
+    got = layer.logit_modules["random"].logits_at(torch.zeros(1, 3, D), rows, keys)
+    r = layer.logit_modules["random"].r
+    assert got.shape == (1, H, 3, 3) and torch.equal(got[0, :, 2, 1], r[:, 5, 4])
+
+
+def test_positions_are_checked():
+    layer = SynthesizerAttention(D, H, L, "random")
+    x = torch.randn(1, 4, D)
+    with pytest.raises(ValueError, match=r"positions must lie in \[0, max_len=16\), got 0..16"):
+        layer(x, positions=torch.tensor([[0, 1, 2, 16]]))
+    with pytest.raises(ValueError, match="positions must be an integer tensor"):
+        layer(x, positions=torch.zeros(1, 4))
+    with pytest.raises(ValueError, match=r"positions must have shape \(batch, seq\) = \(1, 4\)"):
+        layer(x, positions=torch.zeros(1, 3, dtype=torch.long))

@@ -104,3 +104,27 @@ def test_a_classifier_with_relative_positions_takes_the_pretrained_encoders_bias
 def test_unknown_positions_lists_the_allowed_ones():
     with pytest.raises(ValueError, match="learned, sinusoidal, rope, relative, alibi, none"):
         tiny(positions="rotary")
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "random", "dense+vanilla", "none"])
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_a_left_padded_prompt_with_its_positions_decodes_as_the_prompt_alone(scheme, kind):
+    torch.manual_seed(0)
+    lm = LanguageModel(tiny(positions=scheme, attention=kind)).eval()
+    ids = torch.randint(4, 50, (1, 6))
+    padded = torch.cat([torch.zeros(1, 3, dtype=torch.long), ids], 1)
+    mask = torch.tensor([[True] * 3 + [False] * 6])
+    positions = torch.tensor([[0, 0, 0, *range(6)]])
+    with torch.no_grad():
+        alone = lm(ids)
+        assert_close_f32(lm(padded, mask, positions=positions)[:, 3:], alone, f"{scheme} {kind}: left-padded", MODEL)
+        caches = lm.new_caches()
+        steps = [lm(padded[:, :5], mask[:, :5], caches, positions=positions[:, :5])]
+        steps += [lm(padded[:, t : t + 1], None, caches) for t in range(5, 9)]  # on from each row's last position
+    assert_close_f32(torch.cat(steps, 1)[:, 3:], alone, f"{scheme} {kind}: decoding after left padding", MODEL)
+
+
+def test_a_mixer_without_per_token_positions_says_so():
+    lm = LanguageModel(tiny(attention="lightconv", positions="learned"))
+    with pytest.raises(ValueError, match="LightweightConv mixer takes no per-token positions"):
+        lm(torch.randint(4, 50, (1, 4)), positions=torch.tensor([[0, 1, 2, 3]]))

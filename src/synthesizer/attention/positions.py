@@ -46,11 +46,15 @@ def rotary_angles(positions: Tensor, d_head: int, base: float = ROPE_BASE) -> tu
     return angles.cos(), angles.sin()
 
 
-def rotate(x: Tensor, start: int = 0) -> Tensor:
-    """x (B, H, t, dh) at positions start..start+t-1, rotated: the halves (a, b) of each head become
-    (a cos - b sin, a sin + b cos). Computed in x's dtype."""
+def rotate(x: Tensor, start: int | Tensor = 0) -> Tensor:
+    """x (B, H, t, dh) at positions start..start+t-1 (or at the positions of each row, ``start`` a
+    (B, t) tensor), rotated: the halves (a, b) of each head become (a cos - b sin, a sin + b cos).
+    Computed in x's dtype."""
     t, dh = x.shape[-2:]
-    cos, sin = rotary_angles(torch.arange(start, start + t, device=x.device), dh)
+    positions = start if isinstance(start, Tensor) else torch.arange(start, start + t, device=x.device)
+    cos, sin = rotary_angles(positions, dh)
+    if isinstance(start, Tensor):  # (B, t, dh/2) -> (B, 1, t, dh/2): the same rotation for every head
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     cos, sin = cos.to(x.dtype), sin.to(x.dtype)
     a, b = x[..., : dh // 2], x[..., dh // 2 :]
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
@@ -78,9 +82,29 @@ def relative_buckets(offset: Tensor, bidirectional: bool, n_buckets: int, max_di
     return base + torch.where(distance < exact, distance, far)
 
 
+def offsets(rows: Tensor, keys: Tensor) -> Tensor:
+    """``key position - row position`` of every pair: (t, n) for positions (t,) and (n,), (B, t, n) for
+    positions (B, t) and (B, n)."""
+    return keys.unsqueeze(-2) - rows.unsqueeze(-1)
+
+
+def pair_positions(start: int | Tensor, n_rows: int | Tensor, n_keys: int | None, device) -> tuple[Tensor, Tensor]:
+    """The (row, key) positions a bias is asked for: ``(start, n_rows, n_keys)`` numbers (rows
+    start..start+n_rows-1 against keys 0..n_keys-1), or ``(rows, keys)`` position tensors as given."""
+    if isinstance(start, Tensor):
+        return start, n_rows
+    return (torch.arange(start, start + n_rows, device=device), torch.arange(n_keys, device=device))
+
+
+def heads_first(bias: Tensor) -> Tensor:
+    """(..., t, n, H) -> (H, t, n) or (B, H, t, n)."""
+    return bias.movedim(-1, -3)
+
+
 class RelativePositionBias(nn.Module):
     """T5's relative bias: a learned (buckets, H) table; ``forward(start, n_rows, n_keys)`` gives
-    (H, n_rows, n_keys) for rows start..start+n_rows-1 against keys 0..n_keys-1."""
+    (H, n_rows, n_keys) for rows start..start+n_rows-1 against keys 0..n_keys-1, and
+    ``forward(rows, keys)`` with position tensors (B, t) and (B, n) gives (B, H, t, n)."""
 
     def __init__(self, n_heads: int, causal: bool, n_buckets: int = 32, max_distance: int = 128, d_model: int = 64):
         super().__init__()
@@ -94,11 +118,10 @@ class RelativePositionBias(nn.Module):
         """T5's initialisation: N(0, 1/d_model)."""
         nn.init.normal_(self.table.weight, std=self.d_model ** -0.5)
 
-    def forward(self, start: int, n_rows: int, n_keys: int) -> Tensor:
-        device = self.table.weight.device
-        offset = torch.arange(n_keys, device=device)[None, :] - torch.arange(start, start + n_rows, device=device)[:, None]
-        buckets = relative_buckets(offset, not self.causal, self.n_buckets, self.max_distance)
-        return self.table(buckets).permute(2, 0, 1)
+    def forward(self, start: int | Tensor, n_rows: int | Tensor, n_keys: int | None = None) -> Tensor:
+        rows, keys = pair_positions(start, n_rows, n_keys, self.table.weight.device)
+        buckets = relative_buckets(offsets(rows, keys), not self.causal, self.n_buckets, self.max_distance)
+        return heads_first(self.table(buckets))
 
     def extra_repr(self) -> str:
         return f"causal={self.causal}, n_buckets={self.n_buckets}, max_distance={self.max_distance}"
@@ -119,7 +142,8 @@ def alibi_slopes(n_heads: int) -> Tensor:
 
 
 class ALiBi(nn.Module):
-    """``-m_h |i - j|`` with fixed slopes (a buffer, rebuilt, not saved): (H, n_rows, n_keys)."""
+    """``-m_h |i - j|`` with fixed slopes (a buffer, rebuilt, not saved): (H, n_rows, n_keys), or
+    (B, H, t, n) for position tensors (as ``RelativePositionBias``)."""
 
     def __init__(self, n_heads: int, causal: bool = False):
         super().__init__()
@@ -130,10 +154,9 @@ class ALiBi(nn.Module):
     def reset_parameters(self) -> None:
         self.slopes.copy_(alibi_slopes(self.slopes.numel()))
 
-    def forward(self, start: int, n_rows: int, n_keys: int) -> Tensor:
-        device = self.slopes.device
-        offset = torch.arange(n_keys, device=device)[None, :] - torch.arange(start, start + n_rows, device=device)[:, None]
-        return -self.slopes[:, None, None] * offset.abs().to(self.slopes.dtype)
+    def forward(self, start: int | Tensor, n_rows: int | Tensor, n_keys: int | None = None) -> Tensor:
+        rows, keys = pair_positions(start, n_rows, n_keys, self.slopes.device)
+        return heads_first(-offsets(rows, keys).abs().to(self.slopes.dtype).unsqueeze(-1) * self.slopes)
 
 
 def position_bias(scheme: str, n_heads: int, causal: bool, d_model: int) -> nn.Module | None:

@@ -19,7 +19,7 @@ from .cache import AttentionCache
 from .dispatch import IMPLS, KERNELS, choose_path, running_path
 from .forms import BIAS
 from .kinds import Kind, parse_kind
-from .masks import check_mixer_input, check_right_padded
+from .masks import check_mixer_input, check_positions, check_right_padded, continued_positions
 from .ops import Scores, reference
 from .positions import BIAS_SCHEMES, LAYER_SCHEMES
 from .vanilla import split_heads
@@ -57,7 +57,14 @@ class SynthesizerAttention(nn.Module):
             ``path`` says which one a forward pass in the layer's current mode and device runs.
     Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding;
     ``position_bias`` (with ``positions="relative"``/``"alibi"``): (H, seq, seq), or (H, t, start + t)
-    when decoding t positions after ``start`` cached ones.
+    when decoding t positions after ``start`` cached ones ((B, H, ...) with per-token positions).
+
+    Per-token positions: ``forward(x, ..., positions=P)`` with ``P`` (batch, seq) ints in [0, max_len)
+    gives each token its own position, so each row's positions may start anywhere: left-padded rows
+    (the padding first, the real tokens from position 0) and rows that hold several documents, each
+    restarting at 0. Every component reads its logits at those positions (``R[P_i, P_j]``, dense's
+    ``W2[P_j]``, rotary angles), on the reference path; the causal mask stays by index. A decoding
+    cache keeps the positions, and new tokens given none continue each row from its last one.
     An empty batch or sequence gives an empty output, (0, seq, d_model) or (batch, 0, d_model).
     """
 
@@ -141,9 +148,13 @@ class SynthesizerAttention(nn.Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: AttentionCache | None = None,
-                position_bias: Tensor | None = None) -> Tensor:
+                position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
         """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those cached."""
-        start = self._check(x, key_padding_mask, cache, position_bias)
+        if positions is None and cache is not None and cache.positions is not None:
+            positions = continued_positions(cache.positions, x.shape[1])
+        start = self._check(x, key_padding_mask, cache, position_bias, positions)
+        if positions is not None:
+            return self._at_positions(x, key_padding_mask, cache, position_bias, positions, start)
         if cache is not None:
             return self._decode(x, key_padding_mask, cache, start, position_bias)
         kernel = KERNELS[self.path]  # the same decision that ``path`` reports
@@ -153,27 +164,34 @@ class SynthesizerAttention(nn.Module):
         return self.out(self._merge(heads))
 
     def attention_weights(self, x: Tensor, key_padding_mask: Tensor | None = None,
-                          position_bias: Tensor | None = None) -> Tensor:
+                          position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
         """The attention probabilities (B, H, n, n), rows summing to 1 (0 for fully masked rows)."""
-        self._check(x, key_padding_mask, None, position_bias)
-        probs = reference.probabilities(self._scores("logits", x, position_bias=position_bias).logits,
-                                        key_padding_mask, self.causal)
+        self._check(x, key_padding_mask, None, position_bias, positions)
+        if positions is not None:
+            logits = self._logits_at(x, positions, positions, None, position_bias)
+        else:
+            logits = self._scores("logits", x, position_bias=position_bias).logits
+        probs = reference.probabilities(logits, key_padding_mask, self.causal)
         return probs.expand(x.shape[0], -1, -1, -1)
 
     # ------------------------------------------------------------------ internals
     def _check(self, x: Tensor, key_padding_mask: Tensor | None, cache: AttentionCache | None,
-               position_bias: Tensor | None = None) -> int:
+               position_bias: Tensor | None = None, positions: Tensor | None = None) -> int:
         check_mixer_input(x, self.d_model, self.max_len, key_padding_mask, None if cache is None else cache.length)
         start = 0 if cache is None else cache.length
         if self.biased:
             want = (self.n_heads, x.shape[1], start + x.shape[1])
-            if position_bias is None or tuple(position_bias.shape) != want:
-                got = "none" if position_bias is None else tuple(position_bias.shape)
+            shape = None if position_bias is None else tuple(position_bias.shape)
+            if shape != want and not (positions is not None and shape == (x.shape[0], *want)):
+                per_token = f" or (batch, heads, rows, keys) = {(x.shape[0], *want)}" if positions is not None else ""
                 raise ValueError(f"a layer with positions={self.positions!r} needs position_bias of shape (heads, rows, "
-                                 f"keys) = {want}, got {got}")
+                                 f"keys) = {want}{per_token}, got {shape or 'none'}")
         elif position_bias is not None:
             raise ValueError(f"position_bias given to a layer with positions={self.positions!r}; only 'relative' and "
                              "'alibi' layers take one")
+        if positions is not None:
+            check_positions(positions, x.shape[0], x.shape[1], self.max_len)
+            return start  # each row's own positions: padding may come first (left padding)
         if cache is not None and cache.padding is not None and bool(cache.padding.any()):
             # padding cached earlier, before the new (real) positions, is left padding as well
             new = key_padding_mask if key_padding_mask is not None else cache.padding.new_zeros(x.shape[:2])
@@ -199,7 +217,39 @@ class SynthesizerAttention(nn.Module):
                                  self.dropout, self.training)
         return self.out(self._merge(heads))
 
-    def _keys(self, x: Tensor, start: int = 0) -> Tensor | None:
+    def _at_positions(self, x: Tensor, padding: Tensor | None, cache: AttentionCache | None,
+                      position_bias: Tensor | None, positions: Tensor, start: int) -> Tensor:
+        """The forward pass with per-token positions, on the reference kernel (a full pass, or the next t
+        tokens of a cache, which keeps their positions)."""
+        v = split_heads(self.value(x), self.n_heads)
+        keys, key_positions = None, positions
+        if cache is not None:
+            v, keys, padding = cache.append(v, self._keys(x, positions), padding, positions)
+            key_positions = cache.positions
+        logits = self._logits_at(x, positions, key_positions, keys, position_bias)
+        heads = reference.attend(Scores(logits=logits, start=start), v, padding, self.causal, self.dropout,
+                                 self.training)
+        return self.out(self._merge(heads))
+
+    def _logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor, keys: Tensor | None,
+                   position_bias: Tensor | None) -> Tensor:
+        """(B, H, t, n): the mixed logits of the tokens of x at positions ``rows`` (B, t) against the keys
+        at ``key_positions`` (B, n) (``keys``: the cached keys of vanilla, or None for x's own)."""
+        mixed = self.alpha is not None
+        total = None
+        for w, name, module in zip(self._weights(), self.components, self.logit_modules.values()):
+            if not callable(getattr(module, "logits_at", None)):
+                raise ValueError(f"attention component {name!r} takes no per-token positions (its module has no "
+                                 "logits_at(x, rows, key_positions)); call the layer without positions=")
+            cached = registry.spec(name).cached_keys
+            s = module.logits_at(x, rows, key_positions, keys=keys) if cached else module.logits_at(x, rows, key_positions)
+            if position_bias is not None and name == "vanilla":
+                s = s + position_bias
+            s = w * s if mixed else s
+            total = s if total is None else total + s
+        return total
+
+    def _keys(self, x: Tensor, start: int | Tensor = 0) -> Tensor | None:
         """(B, H, t, dh) keys of the component that pairs rows with earlier positions (vanilla), or None;
         x holds positions start..start+t-1 (rotary keys are rotated by them)."""
         keyed = next((c for c in self.components if registry.spec(c).cached_keys), None)

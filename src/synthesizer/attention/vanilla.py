@@ -58,6 +58,14 @@ class VanillaLogits(nn.Module):
         """q (B, H, n, dh) scaled by 1/sqrt(dh), k (B, H, n, dh)."""
         return self.queries(x), self.keys(x)
 
+    def logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor, keys: Tensor | None = None) -> Tensor:
+        """(B, H, t, n) for the tokens of x at positions ``rows`` (B, t) against keys at ``key_positions``
+        (B, n): the keys given (a cache's, already rotated), or x's own (then ``key_positions`` are ``rows``).
+        Positions matter only to rotary queries and keys."""
+        if keys is None:
+            keys = self.keys(x, rows)
+        return self.queries(x, rows) @ keys.transpose(-1, -2)
+
     @staticmethod
     def flops(batch: int, seq: int, d_model: int, n_heads: int, max_len: int, **options) -> int:
         """Q, K projections 4 B n d^2, Q K^T 2 B n^2 d."""

@@ -3,6 +3,7 @@ bookkeeping every model needs (length checks, parameter counts per component).""
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Iterable
@@ -14,6 +15,7 @@ from torch import Tensor, nn
 from ..attention.cache import DecodingState
 from ..attention.cross import CrossAttention, CrossAttentionCache
 from ..attention.factory import build_mixer
+from ..attention.masks import continued_positions
 from ..attention.kinds import Kind
 from ..attention.positions import BIAS_SCHEMES, LAYER_SCHEMES, position_bias
 from .config import ModelConfig
@@ -70,10 +72,13 @@ class Embeddings(nn.Module):
         if self.sinusoid is not None:
             self.sinusoid.copy_(sinusoidal_table(*self.sinusoid.shape).to(self.sinusoid.device, self.sinusoid.dtype))
 
-    def forward(self, ids: Tensor, start: int = 0, segment_ids: Tensor | None = None) -> Tensor:
+    def forward(self, ids: Tensor, start: int = 0, segment_ids: Tensor | None = None,
+                positions: Tensor | None = None) -> Tensor:
+        """``positions`` (B, t): each token's own position (left padding, packed documents), instead of
+        start..start+t-1."""
         x = self.token(ids) * self.token_scale
         if self.position is not None or self.sinusoid is not None:
-            pos = torch.arange(start, start + ids.shape[1], device=ids.device)
+            pos = positions if positions is not None else torch.arange(start, start + ids.shape[1], device=ids.device)
             x = x + (self.position(pos) if self.position is not None else self.sinusoid[pos])
         if segment_ids is not None:
             if self.segment is None:
@@ -118,9 +123,37 @@ def stack_position_bias(config: ModelConfig, causal: bool) -> nn.Module | None:
     return position_bias(scheme, config.n_heads, causal, config.d_model) if scheme in BIAS_SCHEMES else None
 
 
-def bias_for(module: nn.Module | None, start: int, n: int) -> Tensor | None:
-    """Rows start..start+n-1 against keys 0..start+n-1 of a stack's position bias, or None."""
-    return None if module is None else module(start, n, start + n)
+def bias_for(module: nn.Module | None, start: int, n: int, positions: Tensor | None = None,
+             cached: Tensor | None = None) -> Tensor | None:
+    """A stack's position bias (or None without one): rows start..start+n-1 against keys 0..start+n-1
+    (H, n, start + n); with per-token ``positions`` (B, n), those rows against the ``cached`` positions
+    (B, start) then theirs (B, H, n, start + n)."""
+    if module is None:
+        return None
+    if positions is None:
+        return module(start, n, start + n)
+    keys = positions if cached is None else torch.cat([cached, positions], dim=1)
+    return module(positions, keys)
+
+
+def cached_positions(caches: list | None) -> Tensor | None:
+    """The positions a stack's decoding caches hold (B, start), where its layers were given per-token
+    positions; None where they count 0..start-1."""
+    return getattr(caches[0], "positions", None) if caches else None
+
+
+def token_positions(positions: Tensor | None, caches: list | None, t: int) -> Tensor | None:
+    """The positions of t new tokens: as given, or on from each row's last cached one where the caches
+    keep per-token positions, or None (start..start+t-1)."""
+    cached = cached_positions(caches)
+    if positions is None and cached is not None:
+        return continued_positions(cached, t)
+    return positions
+
+
+def takes_positions(mixer: nn.Module) -> bool:
+    """Whether a token mixer's forward takes per-token ``positions`` (the synthesizer layer and ``none``)."""
+    return "positions" in inspect.signature(mixer.forward).parameters
 
 
 class EncoderBlock(nn.Module):
@@ -136,8 +169,12 @@ class EncoderBlock(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None, cache=None,
-                position_bias: Tensor | None = None) -> Tensor:
-        extra = {} if position_bias is None else {"position_bias": position_bias}  # a baseline takes none
+                position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
+        # a baseline takes no position bias, and a convolution or Linformer no per-token positions
+        extra = {k: v for k, v in (("position_bias", position_bias), ("positions", positions)) if v is not None}
+        if positions is not None and not takes_positions(self.attn):
+            raise ValueError(f"the {type(self.attn).__name__} mixer takes no per-token positions (left padding, packed "
+                             "documents): give its inputs right-padded, without positions")
         x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask, cache=cache, **extra))
         return x + self.ffn(self.ln_ffn(x))
 
