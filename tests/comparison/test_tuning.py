@@ -126,6 +126,18 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     assert "(d) Learning rates" in report and "(c) The claims against the strongest tuned vanilla" in report
 
 
+def test_the_baselines_report_puts_the_verdicts_before_beside_the_new_ones(tmp_path):
+    from synthesizer.comparison.main import main
+    study(tmp_path / "study", TunedRunner(), kinds=["vanilla", "random"], baselines=["none"], seeds=2, lrs=(3e-3,),
+          positions=("learned", "rope"))
+    study(tmp_path / "before", TunedRunner(), kinds=["vanilla", "random"], baselines=["none"], seeds=2)
+    assert main(["--render", str(tmp_path / "study"), "--against", str(tmp_path / "before")]) == 0
+    report = (tmp_path / "study" / "report.md").read_text()
+    assert "| claim | before | against the strongest tuned vanilla |" in report
+    with pytest.raises(ValueError, match="--against puts a baselines study's verdicts"):
+        main(["--render", str(tmp_path / "before"), "--against", str(tmp_path / "before")])
+
+
 def test_strongest_and_matched_d_ff():
     runs = {s: {"runs": [{"task": "lm", "data": "x", "attention": "vanilla", "seed": 0, "test_metrics": {"p": 1.0},
                           "primary_metric": "p", "higher_is_better": False, "valid_metrics": {"loss": loss}}]}

@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
                         "shared out with several; 1 is faster on a busy machine)")
     p.add_argument("--no-heatmaps", action="store_true", help="skip loading checkpoints for attention heatmaps")
     p.add_argument("--render", nargs="+", metavar="DIR", help="only re-render (and merge) existing results")
+    p.add_argument("--against", nargs="+", metavar="DIR",
+                   help="with --render of a baselines study: comparison folders (the committed ones it re-judges, "
+                        "e.g. docs/results/lm) whose verdicts on the same tasks the report puts beside the new ones")
     p.add_argument("--time", metavar="DIR",
                    help="only time the kinds of the comparison in DIR one at a time at each task's shapes (what the "
                         "speed verdicts read), store the timing in its results.json and re-render its report")
@@ -130,8 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(args.render) == 1 and is_baselines_folder(args.render[0]):  # a baselines study: its own report
             if args.out:
                 raise ValueError("a baselines study's report is written in its own folder: leave out --out")
-            print(f"baselines report: {write_baselines_report(args.render[0])}")
+            print(f"baselines report: {write_baselines_report(args.render[0], args.against or [])}")
             return 0
+        if args.against:
+            raise ValueError("--against puts a baselines study's verdicts beside other comparisons': give --render "
+                             "a baselines study's folder")
         render(args.render, args.out, command=command, rendered_by=code_provenance())
         return 0
     if not args.preset:

@@ -26,7 +26,7 @@ from .groups import build_groups
 from .render import Block, write_report
 from .results import FILENAME, describe_code, failed, load_results
 from .stats import paired_t_interval
-from ..runs.files import read_json
+from ..runs.files import group_key, read_json
 
 POSITIONS_PREFIX = "positions-"
 MATCHED_PREFIX = "matched-"
@@ -111,8 +111,13 @@ def _rate_blocks(tuning: dict) -> list[Block]:
             ("table", ["kind", *lrs, "chosen"], rows)]
 
 
-def _tuned_blocks(tuned: dict, metric: str, better: str) -> list[Block]:
-    """(b) dense+vanilla against the strongest tuned vanilla, and (c) the claims on the tuned comparison."""
+def _verdicts(runs: list[dict], timings: dict | None) -> dict[int, str]:
+    return {v.number: verdict_label(v) for v in evaluate_claims(build_groups(runs, timings))}
+
+
+def _tuned_blocks(tuned: dict, metric: str, better: str, before: list[dict]) -> list[Block]:
+    """(b) dense+vanilla against the strongest tuned vanilla, and (c) the claims on the tuned comparison,
+    beside their verdicts on ``before`` (the comparisons the study re-judges, where given)."""
     vanilla, dense_vanilla, none = (_scores(tuned, k) for k in ("vanilla", "dense+vanilla", "none"))
     items = [f"dense+vanilla minus vanilla, test {metric}: {_difference(dense_vanilla, vanilla)}"]
     if vanilla and none and dense_vanilla:
@@ -121,11 +126,19 @@ def _tuned_blocks(tuned: dict, metric: str, better: str) -> list[Block]:
             lead = statistics.fmean(vanilla.values()) - statistics.fmean(dense_vanilla.values())
             items.append(f"vanilla's gain over `none` (what its attention adds): {abs(gain):.4g}; dense+vanilla's "
                          f"lead over vanilla is {100 * lead / gain:+.0f}% of it ({better} {metric} is better)")
-    verdicts = {v.number: verdict_label(v) for v in evaluate_claims(build_groups(tuned["runs"], tuned.get("timings")))}
-    return [("h3", "(b) dense+vanilla against the strongest vanilla"), ("list", items),
-            ("h3", "(c) The claims against the strongest tuned vanilla"),
-            ("p", f"Verdicts of [the tuned comparison's report]({TUNED}/report.md), which gives each one's reasons."),
-            ("table", ["claim", "verdict"], [[str(n), verdicts.get(n, "—")] for n in CLAIMS_READ])]
+    after = _verdicts(tuned["runs"], tuned.get("timings"))
+    keys = {group_key(r["task"], r["data"]) for r in tuned["runs"]}
+    blocks = [("h3", "(b) dense+vanilla against the strongest vanilla"), ("list", items),
+              ("h3", "(c) The claims against the strongest tuned vanilla"),
+              ("p", f"Verdicts of [the tuned comparison's report]({TUNED}/report.md), which gives each one's reasons.")]
+    if not before:
+        return blocks + [("table", ["claim", "verdict"], [[str(n), after.get(n, "—")] for n in CLAIMS_READ])]
+    earlier = _verdicts([r for results in before for r in results["runs"] if group_key(r["task"], r["data"]) in keys],
+                        None)
+    return blocks + [("p", "Before: the same task in the comparison the study re-judges (learned absolute positions, "
+                           "every kind at vanilla's rate; its speed checks are left out here)."),
+                     ("table", ["claim", "before", "against the strongest tuned vanilla"],
+                      [[str(n), earlier.get(n, "—"), after.get(n, "—")] for n in CLAIMS_READ])]
 
 
 def _matched_blocks(folder: Path, tuned: dict, matched_d_ff: dict, metric: str) -> list[Block]:
@@ -145,7 +158,7 @@ def _matched_blocks(folder: Path, tuned: dict, matched_d_ff: dict, metric: str) 
                        "kind minus wide vanilla"], rows)]
 
 
-def _task_blocks(folder: Path) -> list[Block]:
+def _task_blocks(folder: Path, before: list[dict]) -> list[Block]:
     study = read_json(folder / STUDY_FILE) if (folder / STUDY_FILE).is_file() else {}
     tuning = read_json(folder / TUNING_FILE) if (folder / TUNING_FILE).is_file() else {}
     schemes = {p.name[len(POSITIONS_PREFIX):]: _results(p) for p in sorted(folder.glob(f"{POSITIONS_PREFIX}*"))}
@@ -156,7 +169,7 @@ def _task_blocks(folder: Path) -> list[Block]:
     blocks += _scheme_blocks(schemes, study.get("strongest"), metric, better)
     blocks += _rate_blocks(tuning)
     if tuned is not None:
-        blocks += _tuned_blocks(tuned, metric, better)
+        blocks += _tuned_blocks(tuned, metric, better, before)
         blocks += _matched_blocks(folder, tuned, study.get("matched_d_ff") or {}, metric)
     return blocks
 
@@ -167,9 +180,11 @@ def task_folders(root: Path) -> list[Path]:
                                                                 or any(p.glob(f"{POSITIONS_PREFIX}*/{FILENAME}"))))
 
 
-def write_baselines_report(root: str | Path) -> Path:
-    """Write ``ROOT/report.md`` (and report.html) from the study's folders."""
+def write_baselines_report(root: str | Path, against: list[str | Path] = ()) -> Path:
+    """Write ``ROOT/report.md`` (and report.html) from the study's folders; ``against``: comparison folders
+    (the committed ones the study re-judges) whose verdicts on the same tasks stand beside the new ones."""
     root = Path(root)
+    before = [load_results(Path(folder) / FILENAME) for folder in against]
     folders = task_folders(root)
     if not folders:
         raise ValueError(f"{root}: no task folder with {POSITIONS_PREFIX}*/{FILENAME}, so no baselines study to report")
@@ -182,6 +197,6 @@ def write_baselines_report(root: str | Path) -> Path:
                   "every choice (the position scheme, each kind's learning rate) by the lowest validation loss of "
                   "seed 0; no test number chooses anything"])]
     for folder in folders:
-        blocks += _task_blocks(folder)
+        blocks += _task_blocks(folder, before)
     md, _ = write_report(blocks, root, "Synthesizer baselines study")
     return md
