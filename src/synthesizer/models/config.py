@@ -9,14 +9,13 @@ from dataclasses import dataclass, field
 
 from ..attention.cross import CROSS_KINDS
 from ..attention.factory import allowed_mixers_text, check_options, resolve_kind
-from ..attention.kinds import Kind
+from ..attention.kinds import LAYER_SEPARATOR, Kind, layer_parts
 from ..attention.positions import MODEL_POSITIONS
 from ..errors import FieldError, positive_int
 
 POSITIONS = MODEL_POSITIONS  # learned, sinusoidal, rope, relative, alibi, none
 POOLINGS = ("mean", "first")
 TOO_LONG_POLICIES = ("error", "truncate")
-LAYER_SEPARATOR = ","  # between the layers' kinds of a per-layer attention: "random,vanilla"
 
 
 def parse_attention(attention: str | Kind | list | tuple) -> tuple[Kind | str, ...]:
@@ -27,7 +26,7 @@ def parse_attention(attention: str | Kind | list | tuple) -> tuple[Kind | str, .
     if isinstance(attention, (list, tuple)) and not isinstance(attention, Kind):
         parts = list(attention)
     elif isinstance(attention, str) and LAYER_SEPARATOR in attention:
-        parts = attention.split(LAYER_SEPARATOR)
+        parts = layer_parts(attention)
     else:
         return (resolve_kind(attention),)
     if not parts:
