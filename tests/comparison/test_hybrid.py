@@ -157,3 +157,13 @@ def test_compare_kinds_are_separated_by_spaces_a_comma_joins_layers(tmp_path, mo
     with pytest.raises(ValueError, match="attention of layer 1 .*'bogus'"):
         run_comparison("lm", "quick", kinds=["random,bogus"], out=tmp_path / "x", run_fn=HybridRunner(),
                        config_fn=config_fn, load_fn=None, log=lambda line: None)
+
+
+def test_the_attention_maps_go_layer_by_layer_each_with_its_kind():
+    from synthesizer.comparison.attention_maps import attention_maps
+    from synthesizer.models import LanguageModel, ModelConfig
+
+    lm = LanguageModel(ModelConfig(vocab_size=64, d_model=16, n_heads=2, n_layers=4, max_len=16, attention=FIRST))
+    maps = attention_maps(lm.eval(), list(range(3, 13)))
+    assert [(m["index"], m["kind"]) for m in maps] == [(0, "vanilla"), (1, "random"), (2, "random"), (3, "random")]
+    assert maps[0]["source"] == "sample input" and maps[1]["source"].startswith("softmax(R)")
