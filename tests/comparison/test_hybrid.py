@@ -167,3 +167,18 @@ def test_the_attention_maps_go_layer_by_layer_each_with_its_kind():
     maps = attention_maps(lm.eval(), list(range(3, 13)))
     assert [(m["index"], m["kind"]) for m in maps] == [(0, "vanilla"), (1, "random"), (2, "random"), (3, "random")]
     assert maps[0]["source"] == "sample input" and maps[1]["source"].startswith("softmax(R)")
+
+
+def test_the_quick_hybrid_preset_trains_for_real(tmp_path, monkeypatch):
+    """The quick form, shrunk to seconds: vanilla, vanilla in the first layer only and none, a few steps."""
+    monkeypatch.chdir(tmp_path)
+    code = main(["--preset", "hybrid", "--size", "quick", "--kinds", "vanilla", FIRST, "--baselines", "none",
+                 "--steps", "3", "--set", "data.limit=64", "--no-heatmaps", "--out", "study"])
+    assert code == 0
+    results = load_results(tmp_path / "study")
+    record = next(r for r in results["runs"] if r["attention"] == FIRST)
+    assert [layer["kind"] for layer in record["params"]["by_layer"]] == ["vanilla", "random", "random", "random"]
+    assert (tmp_path / "study" / "runs" / "lm-diag-mqar" / FIRST / "seed0" / "result.json").is_file()
+    assert FIRST in results["timings"]["lm-sotu-subset"]["kinds"]
+    md = (tmp_path / "study" / "report.md").read_text()
+    assert f"| {FIRST} | 0 (1 of 4) | 1 |" in md and "### Against the 2025 finding" in md

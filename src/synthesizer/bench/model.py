@@ -26,6 +26,7 @@ from torch import nn
 
 from ..attention.kinds import PAPER_PURE
 from ..models import Classifier, LanguageModel, ModelConfig
+from ..models.config import stack_kinds
 from ..training.optim import build_optimizer
 from .env import environment, progress_bar
 from .flops import layer_flops
@@ -55,7 +56,7 @@ def model_config(kind: str, sizes: dict) -> ModelConfig:
 def layer_kinds(kind: str, sizes: dict) -> list[str]:
     """The kind of each layer of the model of ``kind`` (one kind, or a kind per layer such as
     ``"random,vanilla"``, cycled over the layers)."""
-    return [str(k) for k in model_config(kind, sizes).layer_kinds(sizes["layers"])]
+    return [str(k) for k in stack_kinds(kind, sizes["layers"])]
 
 
 def model_flops(kind: str, task: str, sizes: dict) -> int:

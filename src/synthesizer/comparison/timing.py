@@ -37,7 +37,7 @@ from ..attention import registry
 from ..attention.factory import build_mixer
 from ..bench.timing import interleaved_medians
 from ..models import ModelConfig
-from ..models.config import parse_attention
+from ..models.config import parse_attention, stack_kinds
 from ..runs.files import group_key
 
 FACTORIZED = {"factorized_random": "random", "factorized_dense": "dense"}  # claim 3's pairs
@@ -104,8 +104,7 @@ def timed_layers(kind: str, shape: dict) -> tuple[torch.nn.Module, int]:
     if len(parse_attention(kind)) == 1:
         return build(kind), 1
     n = max(shape.get("layers", 1), len(parse_attention(kind)))
-    config = ModelConfig(vocab_size=64, d_model=shape["d_model"], n_heads=shape["n_heads"], n_layers=n, attention=kind)
-    return _Layers([build(k) for k in config.layer_kinds(n)]), n
+    return _Layers([build(k) for k in stack_kinds(kind, n)]), n
 
 
 def _step(layer: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:

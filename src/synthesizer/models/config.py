@@ -57,6 +57,22 @@ def attention_text(attention: str | Kind | list | tuple) -> str:
     return LAYER_SEPARATOR.join(kinds[:period])
 
 
+def stack_kinds(attention: str | Kind | list | tuple, n_layers: int, stack: str = "model",
+                pattern: tuple[Kind | str, ...] | None = None) -> tuple[Kind | str, ...]:
+    """The kind of each of the ``n_layers`` layers of a stack (``stack``: "model", "encoder" or "decoder",
+    named in errors): one kind in every layer, a list's kinds (its length must be the stack's), or a
+    pattern cycled over the layers (no longer than the stack). ``pattern``: ``attention`` already parsed."""
+    kinds = parse_attention(attention) if pattern is None else pattern
+    if isinstance(attention, (list, tuple)) and not isinstance(attention, Kind) and len(kinds) != n_layers:
+        raise ValueError(f"attention lists {len(kinds)} kinds, one per layer, but the {stack} has {n_layers} "
+                         "layers; give one kind per layer, or a pattern such as 'random,vanilla' cycled over "
+                         "the layers")
+    if len(kinds) > n_layers:
+        raise ValueError(f"attention pattern {attention_text(attention)!r} has {len(kinds)} kinds, more "
+                         f"than the {n_layers} layers of the {stack}; give at most one kind per layer")
+    return tuple(kinds[i % len(kinds)] for i in range(n_layers))
+
+
 @dataclass
 class ModelConfig:
     """Sizes and choices of a model; fields unused by a model family are ignored by it.
@@ -156,18 +172,8 @@ class ModelConfig:
         return self.pattern[0]
 
     def layer_kinds(self, n_layers: int, stack: str = "model") -> tuple[Kind | str, ...]:
-        """The kind of each of the ``n_layers`` layers of a stack (``stack``: "model", "encoder" or
-        "decoder", named in errors): one kind in every layer, a list's kinds (its length must be the
-        stack's), or a pattern cycled over the layers (no longer than the stack)."""
-        kinds = self.pattern
-        if isinstance(self.attention, (list, tuple)) and len(kinds) != n_layers:
-            raise ValueError(f"attention lists {len(kinds)} kinds, one per layer, but the {stack} has {n_layers} "
-                             "layers; give one kind per layer, or a pattern such as 'random,vanilla' cycled over "
-                             "the layers")
-        if len(kinds) > n_layers:
-            raise ValueError(f"attention pattern {attention_text(self.attention)!r} has {len(kinds)} kinds, more "
-                             f"than the {n_layers} layers of the {stack}; give at most one kind per layer")
-        return tuple(kinds[i % len(kinds)] for i in range(n_layers))
+        """The kind of each of the ``n_layers`` layers of a stack (:func:`stack_kinds`)."""
+        return stack_kinds(self.attention, n_layers, stack, self.pattern)
 
     @property
     def encoder_layers(self) -> int:
