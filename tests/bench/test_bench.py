@@ -260,3 +260,14 @@ def test_a_device_this_torch_cannot_use_stops_the_command_in_one_line(device, me
             bench_main.main([command, "--device", device, "--quick"])
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and f"error: argument --device: {message}" in err, (command, err)
+
+
+def test_model_bench_takes_a_kind_per_layer():
+    sizes = dict(TINY, layers=2, batch=1)
+    rows = {r["kind"]: r for r in model.run_task("lm", ["vanilla", "random", "random,vanilla"], sizes,
+                                                  torch.device("cpu"), {})}
+    mixed = rows["random,vanilla"]
+    assert mixed["layer_kinds"] == ["random", "vanilla"] and rows["vanilla"]["layer_kinds"] == ["vanilla", "vanilla"]
+    # one layer of each: the FLOPs and parameters halfway between the two uniform models
+    assert 2 * mixed["flops"] == rows["vanilla"]["flops"] + rows["random"]["flops"]
+    assert 2 * mixed["params"] == rows["vanilla"]["params"] + rows["random"]["params"]

@@ -269,7 +269,7 @@ import synthesizer.comparison.main as compare
 compare.run_comparison = functools.partial(compare.run_comparison, run_fn=SlowRunner(), config_fn=config_fn,
                                            load_fn=load_fn)
 from synthesizer.cli import main
-sys.exit(main(["compare", "--preset", "lm", "--kinds", "vanilla,random,dense", "--baselines", "", "--jobs", "2",
+sys.exit(main(["compare", "--preset", "lm", "--kinds", "vanilla", "random", "dense", "--baselines", "", "--jobs", "2",
                "--threads", "1", "--no-heatmaps", "--out", {out!r}]))
 """
 

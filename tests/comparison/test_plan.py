@@ -95,7 +95,7 @@ def test_plan_and_render_do_not_go_together(capsys):
 
 
 # The tiny demo: 2 tasks x 2 kinds, a few steps of a 16-wide model, one thread.
-TINY = ["compare", "--preset", "demo", "--kinds", "vanilla,random", "--baselines", "", "--set", "train.max_steps=2",
+TINY = ["compare", "--preset", "demo", "--kinds", "vanilla", "random", "--baselines", "", "--set", "train.max_steps=2",
         "--set", "train.eval_every=1", "--set", "data.limit=32", "--set", "model.d_model=16", "--set", "model.d_ff=32",
         "--threads", "1"]
 TIMING = re.compile(r"^- (command|machine|wall time|finished|speeds)")  # the header's lines of when and how

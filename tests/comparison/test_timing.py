@@ -6,7 +6,8 @@ import pytest
 
 from synthesizer.attention.factory import build_mixer
 from synthesizer.comparison.plan import check_same_code
-from synthesizer.comparison.timing import SAVING_LENGTHS, add_timings, logits_params, task_shape, time_group
+from synthesizer.comparison.timing import (SAVING_LENGTHS, add_timings, logits_params, task_shape, time_group,
+                                          timed_layers)
 from synthesizer.runs.code import code_provenance
 
 LM_CONFIG = {"task": "lm", "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "max_len": 32},
@@ -15,9 +16,21 @@ LM_CONFIG = {"task": "lm", "model": {"d_model": 16, "n_heads": 2, "n_layers": 1,
 
 def test_the_shape_is_the_tasks_batch():
     assert task_shape(LM_CONFIG) == {"task": "lm", "seq": 16, "batch": 4, "d_model": 16, "n_heads": 2, "max_len": 32,
-                                     "causal": True}
+                                     "causal": True, "layers": 1}
     cls = {"task": "classification", "model": {"d_model": 16, "n_heads": 2, "max_len": 24}, "batch": {}}
     assert task_shape(cls)["seq"] == 24 and task_shape(cls)["batch"] == 8 and not task_shape(cls)["causal"]
+
+
+def test_a_kind_per_layer_times_the_tasks_stack_and_records_a_layers_mean():
+    shape = {**task_shape(LM_CONFIG), "layers": 4}
+    stack, n = timed_layers("vanilla,random,random,random", shape)
+    assert n == 4 and [m.kind for m in stack.layers] == ["vanilla", "random", "random", "random"]
+    assert timed_layers("random", shape)[1] == 1
+    record = time_group(["vanilla", "random", "random,vanilla"], shape, repeats=3, warmup=1)
+    steps = {kind: k["median_s"] for kind, k in record["kinds"].items()}
+    assert all(t > 0 for t in steps.values()) and record["layers"] == 4
+    # one layer's step, the mean of its layers': well under the four layers' sum
+    assert steps["random,vanilla"] < 1.5 * max(steps["vanilla"], steps["random"])
 
 
 def test_every_kind_is_timed_in_the_same_repeats_and_the_factorized_savings_are_counted():

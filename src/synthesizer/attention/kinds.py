@@ -62,6 +62,16 @@ def parse_kind(kind: str | Kind) -> Kind:
     return Kind(sorted(components, key=order.index))
 
 
+# Between the layers' kinds of a model with a kind per layer: "random,vanilla" (models/config.py parses it).
+LAYER_SEPARATOR = ","
+
+
+def layer_parts(text: str) -> list[str]:
+    """The layers' kinds of a per-layer spelling as written, one a layer of its pattern
+    (``"random,vanilla"`` -> ``["random", "vanilla"]``); one kind gives itself."""
+    return [part.strip() for part in text.split(LAYER_SEPARATOR)]
+
+
 class UnknownComponent(ValueError):
     """A part of a kind string that names no component; ``part`` and ``kind`` say which."""
 

@@ -26,6 +26,7 @@ from torch import nn
 
 from ..attention.kinds import PAPER_PURE
 from ..models import Classifier, LanguageModel, ModelConfig
+from ..models.config import stack_kinds
 from ..training.optim import build_optimizer
 from .env import environment, progress_bar
 from .flops import layer_flops
@@ -46,18 +47,27 @@ QUICK = {task: {"batches": [1, 2], "seq": 64, "layers": 2, "d_model": 64, "heads
 
 
 def model_config(kind: str, sizes: dict) -> ModelConfig:
+    """The benchmarked model's config; ``kind``: one kind, or a kind per layer (``"random,vanilla"``)."""
     options = {"k": linformer_k(sizes["seq"])} if kind == "linformer" else {}
     return ModelConfig(vocab_size=sizes["vocab"], d_model=sizes["d_model"], n_heads=sizes["heads"], n_layers=sizes["layers"],
                        max_len=sizes["seq"], dropout=0.0, attention=kind, attention_options=options)
 
 
+def layer_kinds(kind: str, sizes: dict) -> list[str]:
+    """The kind of each layer of the model of ``kind`` (one kind, or a kind per layer such as
+    ``"random,vanilla"``, cycled over the layers)."""
+    return [str(k) for k in stack_kinds(kind, sizes["layers"])]
+
+
 def model_flops(kind: str, task: str, sizes: dict) -> int:
-    """Forward FLOPs of one batch (matrix products only): attention layers, FFNs and the LM head."""
+    """Forward FLOPs of one batch (matrix products only): attention layers (each of its own kind), FFNs
+    and the LM head."""
     b, n, d = sizes["batch"], sizes["seq"], sizes["d_model"]
-    attn = layer_flops(kind, b, n, d, sizes["heads"], n, k=linformer_k(n) if kind == "linformer" else None)
+    attn = sum(layer_flops(k, b, n, d, sizes["heads"], n, k=linformer_k(n) if k == "linformer" else None)
+               for k in layer_kinds(kind, sizes))
     ffn = 2 * 2 * b * n * d * 4 * d
     head = 2 * b * n * d * sizes["vocab"] if task == "lm" else 0
-    return sizes["layers"] * (attn + ffn) + head
+    return attn + sizes["layers"] * ffn + head
 
 
 def build_model(task: str, kind: str, sizes: dict, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
@@ -102,7 +112,8 @@ def run_task(task: str, kinds: list[str], sizes: dict, device: torch.device, env
     rows = []
     for kind in kinds:
         s = stats[kind]
-        rows.append({"bench": "model", "task": task, "kind": kind, "batch": sizes["batch"], "seq": sizes["seq"],
+        rows.append({"bench": "model", "task": task, "kind": kind, "layer_kinds": layer_kinds(kind, sizes),
+                     "batch": sizes["batch"], "seq": sizes["seq"],
                      "layers": sizes["layers"], "d_model": sizes["d_model"], "heads": sizes["heads"], "vocab": sizes["vocab"],
                      "params": params[kind], "flops": model_flops(kind, task, sizes),
                      "step_s": s["median"], "step_min_s": s["min"], "step_max_s": s["max"],
@@ -185,7 +196,8 @@ def run(args: argparse.Namespace) -> list[dict]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help=f"small models: {QUICK} (default: {FULL})")
-    p.add_argument("--kinds", nargs="+", default=list(MODEL_KINDS), help="Synthesizer kinds (default: %(default)s)")
+    p.add_argument("--kinds", nargs="+", default=list(MODEL_KINDS),
+                   help="Synthesizer kinds, or a kind per layer such as random,vanilla (default: %(default)s)")
     p.add_argument("--baselines", nargs="*", default=list(ENCODER_BASELINES),
                    help="baselines (the LM takes the causal ones only; default: %(default)s)")
     p.add_argument("--tasks", nargs="+", default=["lm", "classifier"], choices=["lm", "classifier"])

@@ -57,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
                         "preset for 3 seeds with --jobs 2 (only for the presets that have it); full: the shipped "
                         "CPU configs as they are (default: quick)")
     p.add_argument("--kinds", nargs="+", metavar="KIND",
-                   help=f"attention kinds to train (default: {' '.join(DEFAULT_KINDS)})")
+                   help=f"attention kinds to train, separated by spaces; a comma joins the layers' kinds of one model "
+                        f"(random,vanilla: vanilla in every second layer; default: {' '.join(DEFAULT_KINDS)})")
     p.add_argument("--baselines", nargs="*", metavar="NAME",
                    help="baselines to train as well (linformer, lightconv, dynamicconv; default: the preset's)")
     p.add_argument("--seeds", type=int, default=1,
@@ -142,7 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.preset:
         raise ValueError(f"give --preset (one of {', '.join(sorted(PRESETS))}) or --render DIR")
-    options = Options(args.preset, args.size, _split_list(args.kinds), _split_list(args.baselines), args.seeds,
+    for kind in args.kinds or []:
+        if "," in kind:  # a comma once separated kinds here: say what it means now, since both spellings parse
+            print(f"note: --kinds {kind!r} is one model with a kind per layer (a hybrid); give separate kinds as "
+                  "separate arguments: --kinds vanilla random", file=sys.stderr)
+    options = Options(args.preset, args.size, args.kinds, _split_list(args.baselines), args.seeds,
                       args.out, args.steps, tuple(args.overrides), jobs=args.jobs, threads=args.threads,
                       heatmaps=not args.no_heatmaps, command=command, allow_other_code=args.allow_other_code,
                       widths=None if args.widths is None else tuple(args.widths),

@@ -115,12 +115,13 @@ def run_folder(out: Path, cfg, kind: str, seed: int) -> Path:
 
 
 def check_kinds(kinds: list[str]) -> list[str]:
-    """Canonical, de-duplicated kinds; ValueError naming a bad one and the allowed kinds."""
-    from ..attention.factory import check_kind
+    """Canonical, de-duplicated kinds (one kind, or a kind per layer: ``models.config.attention_text``);
+    ValueError naming a bad one and the allowed kinds."""
+    from ..models.config import attention_text
 
     out = []
     for kind in kinds:
-        name = check_kind(kind)
+        name = attention_text(kind)
         if name not in out:
             out.append(name)
     return out

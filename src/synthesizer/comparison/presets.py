@@ -252,6 +252,27 @@ PRESETS["baselines"] = Preset(
     ), baselines=("none",), kinds=_SCALE_KINDS, lrs=(1e-3, 3e-3, 1e-2),
     positions=("learned", "sinusoidal", "rope", "relative", "alibi", "none"))
 
+# hybrid: which layers need dot-product attention (Xue, Moosavi and Aletras, "Deconstructing Attention", 2025:
+# input-independent maps lose in every layer but come close when alternated with standard attention, which
+# about a quarter of the layers suffices for, while keeping it in the first or last layer only breaks LAMBADA).
+# 4-layer models at the lm preset's width (64) on lm and multi-query recall, each at its standard budget; kinds per
+# layer (models/config.py) with vanilla in alternate layers and in one layer of four at every placement (layers
+# counted from 0: the first, 1, 2, the last); run with --seeds 3. The report (report/hybrid.py) names the best
+# single placement by seed 0's validation loss, the learning-rate protocol's rule, and shows them all.
+_HYBRID_LAYERS = ("model.n_layers=4",)
+_HYBRID_KINDS = ("vanilla", "random", "dense", "random,vanilla", "vanilla,random,random,random",
+                 "random,vanilla,random,random", "random,random,vanilla,random", "random,random,random,vanilla",
+                 "random+vanilla")
+PRESETS["hybrid"] = Preset(
+    "hybrid", "which layers need dot-product attention: 4-layer models with vanilla in every layer, in alternate "
+    "layers, in one layer of four, or in none (random, dense), on language modelling and multi-query recall",
+    "perplexity / accuracy", (
+        dataclasses.replace(_LM_SOTU, quick=(*_LM_SOTU.quick, *_HYBRID_LAYERS),
+                            standard=(*_LM_SOTU.standard, *_HYBRID_LAYERS)),
+        PresetTask("diag-mqar-small", (*_QUICK_DIAG, *_HYBRID_LAYERS), "multi-query associative recall",
+                   standard=(*_standard_diag(1600), *_HYBRID_LAYERS)),
+    ), baselines=("none",), kinds=_HYBRID_KINDS)
+
 # demo (`make demo`): the paper's story in minutes on two cores, 6 kinds x 2 tasks x 1 seed. Reversal is
 # position-only (output i reads input 11 - i), which a random synthesizer's softmax(R) can learn; the lookup
 # needs content-based attention (the pair's position varies). One seed: the verdicts' intervals come from the

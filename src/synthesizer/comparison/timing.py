@@ -4,7 +4,9 @@ Runs trained side by side share the machine, so a run's speed also depends on it
 shows those speeds as information only. Here every kind's self-attention layer, built as the task's model
 builds it (width, heads, ``max_len``, causal for lm), takes a training step (forward and backward) on one
 random batch of the task's shape, round-robin in one process with one torch thread (as each run of a
-comparison trains), so that the machine's load hits every kind alike. The batch: ``batch.block_size`` (lm) or ``batch.max_len`` / ``batch.max_src_len`` tokens a sequence
+comparison trains), so that the machine's load hits every kind alike. A kind per layer
+(``"random,vanilla"``) times the attention layers of the task's stack, each on the same batch, and
+records the mean per layer, so that its ratio to a single kind's layer reads as its model's would. The batch: ``batch.block_size`` (lm) or ``batch.max_len`` / ``batch.max_src_len`` tokens a sequence
 (else ``model.max_len``), ``batch.max_tokens`` / that many sequences (else ``DEFAULT_BATCH``).
 
 The same pass counts each factorized kind's attention parameters against its full kind's at growing
@@ -35,6 +37,7 @@ from ..attention import registry
 from ..attention.factory import build_mixer
 from ..bench.timing import interleaved_medians
 from ..models import ModelConfig
+from ..models.config import parse_attention, stack_kinds
 from ..runs.files import group_key
 
 FACTORIZED = {"factorized_random": "random", "factorized_dense": "dense"}  # claim 3's pairs
@@ -53,7 +56,8 @@ def task_shape(config: dict) -> dict:
     seq = next((batch[k] for k in ("block_size", "max_len", "max_src_len") if batch.get(k)), model.max_len)
     n = max(1, batch["max_tokens"] // seq) if batch.get("max_tokens") else DEFAULT_BATCH
     return {"task": config["task"], "seq": seq, "batch": n, "d_model": model.d_model, "n_heads": model.n_heads,
-            "max_len": model.max_len, "causal": config["task"] == "lm"}
+            "max_len": model.max_len, "causal": config["task"] == "lm",
+            "layers": model.n_layers if config["task"] == "lm" else model.encoder_layers}
 
 
 def logits_params(layer: torch.nn.Module) -> int:
@@ -80,6 +84,27 @@ def saves_from(kind: str, shape: dict) -> dict:
     first = next((n for n in lengths if count(kind, n) < count(full, n)), 0)
     return {"reference": full, "attention": count(kind, shape["max_len"]),
             "reference_attention": count(full, shape["max_len"]), "saves_from": first}
+
+
+class _Layers(torch.nn.Module):
+    """The attention layers of a kind per layer, each applied to the same input (outputs summed)."""
+
+    def __init__(self, layers: list[torch.nn.Module]):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return sum(layer(x) for layer in self.layers)
+
+
+def timed_layers(kind: str, shape: dict) -> tuple[torch.nn.Module, int]:
+    """What a step of ``kind`` runs, and the number of attention layers in it: one layer of one kind, or
+    every layer of a kind per layer over the task's stack (``shape["layers"]``, 1 where not recorded)."""
+    build = lambda k: build_mixer(k, shape["d_model"], shape["n_heads"], shape["max_len"], causal=shape["causal"])  # noqa: E731
+    if len(parse_attention(kind)) == 1:
+        return build(kind), 1
+    n = max(shape.get("layers", 1), len(parse_attention(kind)))
+    return _Layers([build(k) for k in stack_kinds(kind, n)]), n
 
 
 def _step(layer: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
@@ -111,20 +136,20 @@ def time_group(kinds: list[str], shape: dict, repeats: int = REPEATS, warmup: in
     """The timing record of one group (see the module's docstring)."""
     torch.manual_seed(0)
     x = torch.randn(shape["batch"], shape["seq"], shape["d_model"], requires_grad=True)
-    steps, calls = {}, {}
+    steps, calls, layers = {}, {}, {}
     samples: dict[str, list[float]] = {}
     threads = torch.get_num_threads()
     torch.set_num_threads(THREADS)
     try:
         for kind in kinds:
-            layer = build_mixer(kind, shape["d_model"], shape["n_heads"], shape["max_len"], causal=shape["causal"])
+            layer, layers[kind] = timed_layers(kind, shape)
             step = _step(layer.train(), x)
             calls[kind] = calls_per_sample(step, warmup)
             steps[kind] = _repeated(step, calls[kind])
         interleaved_medians(steps, torch.device("cpu"), repeats, 1, samples=samples)
     finally:
         torch.set_num_threads(threads)
-    per_step = {k: [t / calls[k] for t in samples[k]] for k in kinds}
+    per_step = {k: [t / calls[k] / layers[k] for t in samples[k]] for k in kinds}  # a step of one layer
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return {**shape, "repeats": repeats, "threads": THREADS,
             "load_average_1min": None if load is None else round(load, 2),

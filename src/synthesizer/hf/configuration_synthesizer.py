@@ -17,7 +17,8 @@ HF field                    ModelConfig field       HF field                    
 ==========================  ======================  ==========================  ======================
 
 ``dropout``, ``pooling`` and ``on_too_long`` keep their names. ``attention`` is stored in its
-canonical spelling (``"V+R"`` becomes ``"random+vanilla"``); every value is checked by building
+canonical spelling (``"V+R"`` becomes ``"random+vanilla"``; a kind per layer, ``["random", "vanilla"]``,
+becomes ``"random,vanilla"``); every value is checked by building
 the ``ModelConfig``, so a bad one raises the same ``ValueError`` the project's models raise.
 """
 
@@ -25,8 +26,7 @@ from __future__ import annotations
 
 from transformers import PreTrainedConfig
 
-from ..attention.factory import check_kind
-from ..models.config import ModelConfig
+from ..models.config import ModelConfig, attention_text
 from ..training.checkpoint import WEIGHTS_REVISION
 
 MODEL_TYPE = "synthesizer"
@@ -84,7 +84,7 @@ class SynthesizerConfig(PreTrainedConfig):
     weights_revision: int = WEIGHTS_REVISION
 
     def __post_init__(self, **kwargs):
-        self.attention = check_kind(self.attention)
+        self.attention = attention_text(self.attention)  # one kind, or a kind per layer joined by ','
         self.attention_options = dict(self.attention_options or {})
         if self.decoder_start_token_id is None:  # the project's decoder starts every target from BOS
             self.decoder_start_token_id = self.bos_token_id

@@ -102,25 +102,25 @@ class FeedForward(nn.Module):
         return self.drop(self.proj(F.gelu(self.fc(x))))
 
 
-def attention_positions(config: ModelConfig) -> str:
-    """The scheme the self-attention layers apply (``positions`` rope, relative or alibi, on a kind
-    with a dot-product component), or "none": absolute embeddings are the embeddings' job, and a
-    synthesizer component or a baseline keeps its own definition."""
-    kind = config.kind
+def attention_positions(config: ModelConfig, kind: Kind | str) -> str:
+    """The scheme a self-attention layer of ``kind`` applies (``positions`` rope, relative or alibi, on a
+    kind with a dot-product component), or "none": absolute embeddings are the embeddings' job, and a
+    synthesizer component or a baseline keeps its own definition. With a kind per layer, exactly the
+    layers with a dot-product component apply it."""
     uses = isinstance(kind, Kind) and "vanilla" in kind
     return config.positions if uses and config.positions in LAYER_SCHEMES else "none"
 
 
-def self_attention(config: ModelConfig, causal: bool) -> nn.Module:
-    return build_mixer(config.kind, config.d_model, config.n_heads, config.max_len, causal=causal,
-                       dropout=config.dropout, positions=attention_positions(config), **config.attention_options)
+def self_attention(config: ModelConfig, kind: Kind | str, causal: bool) -> nn.Module:
+    return build_mixer(kind, config.d_model, config.n_heads, config.max_len, causal=causal,
+                       dropout=config.dropout, positions=attention_positions(config, kind), **config.attention_options)
 
 
-def stack_position_bias(config: ModelConfig, causal: bool) -> nn.Module | None:
-    """The position bias a stack of layers shares (relative, alibi; ``attention/positions.py``), or
-    None: computed once per forward pass and handed to every layer."""
-    scheme = attention_positions(config)
-    return position_bias(scheme, config.n_heads, causal, config.d_model) if scheme in BIAS_SCHEMES else None
+def stack_position_bias(config: ModelConfig, kinds: Iterable[Kind | str], causal: bool) -> nn.Module | None:
+    """The position bias a stack of layers of ``kinds`` shares (relative, alibi; ``attention/positions.py``),
+    or None where no layer applies one: computed once per forward pass and handed to the layers that do."""
+    uses = any(attention_positions(config, kind) in BIAS_SCHEMES for kind in kinds)
+    return position_bias(config.positions, config.n_heads, causal, config.d_model) if uses else None
 
 
 def bias_for(module: nn.Module | None, start: int, n: int, positions: Tensor | None = None,
@@ -158,23 +158,28 @@ def takes_positions(mixer: nn.Module) -> bool:
 
 class EncoderBlock(nn.Module):
     """Pre-LN block: ``x + attn(LN(x))``, then ``x + ffn(LN(x))``. Bidirectional in encoders and the
-    classifier; the language model uses it with ``causal=True`` (and then a cache may be passed)."""
+    classifier; the language model uses it with ``causal=True`` (and then a cache may be passed).
+    ``kind``: its self-attention's (default: the config's one kind). The stack's position bias reaches
+    its attention only where the layer applies one."""
 
-    def __init__(self, config: ModelConfig, causal: bool = False):
+    def __init__(self, config: ModelConfig, causal: bool = False, kind: Kind | str | None = None):
         super().__init__()
+        kind = config.kind if kind is None else kind
+        self.kind, self.takes_bias = str(kind), attention_positions(config, kind) in BIAS_SCHEMES
         self.ln_attn = nn.LayerNorm(config.d_model)
-        self.attn = self_attention(config, causal)
+        self.attn = self_attention(config, kind, causal)
         self.ln_ffn = nn.LayerNorm(config.d_model)
         self.ffn = FeedForward(config)
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None, cache=None,
                 position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
-        # a baseline takes no position bias, and a convolution or Linformer no per-token positions
-        extra = {k: v for k, v in (("position_bias", position_bias), ("positions", positions)) if v is not None}
-        if positions is not None and not takes_positions(self.attn):
-            raise ValueError(f"the {type(self.attn).__name__} mixer takes no per-token positions (left padding, packed "
-                             "documents): give its inputs right-padded, without positions")
+        extra = {"position_bias": position_bias} if self.takes_bias else {}  # a layer without a scheme takes none
+        if positions is not None:  # a convolution or Linformer takes no per-token positions
+            if not takes_positions(self.attn):
+                raise ValueError(f"the {type(self.attn).__name__} mixer takes no per-token positions (left padding, "
+                                 "packed documents): give its inputs right-padded, without positions")
+            extra["positions"] = positions
         x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask, cache=cache, **extra))
         return x + self.ffn(self.ln_ffn(x))
 
@@ -199,12 +204,15 @@ class DecoderLayerCache(DecodingState):
 
 
 class DecoderBlock(nn.Module):
-    """Pre-LN decoder block: causal self-attention, cross-attention to the memory, FFN."""
+    """Pre-LN decoder block: causal self-attention (of ``kind``, default the config's one kind),
+    cross-attention to the memory, FFN."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, kind: Kind | str | None = None):
         super().__init__()
+        kind = config.kind if kind is None else kind
+        self.kind, self.takes_bias = str(kind), attention_positions(config, kind) in BIAS_SCHEMES
         self.ln_attn = nn.LayerNorm(config.d_model)
-        self.attn = self_attention(config, causal=True)
+        self.attn = self_attention(config, kind, causal=True)
         self.ln_cross = nn.LayerNorm(config.d_model)
         self.cross = CrossAttention(config.d_model, config.n_heads, config.max_len, config.cross_attention, config.dropout)
         self.ln_ffn = nn.LayerNorm(config.d_model)
@@ -218,7 +226,7 @@ class DecoderBlock(nn.Module):
                 padding_mask: Tensor | None = None, cache: DecoderLayerCache | None = None, start: int = 0,
                 position_bias: Tensor | None = None) -> Tensor:
         """x (B, t, d) target states at positions start..start+t-1; memory (B, s, d)."""
-        extra = {} if position_bias is None else {"position_bias": position_bias}  # a baseline takes none
+        extra = {"position_bias": position_bias} if self.takes_bias else {}  # a layer without a scheme takes none
         x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask,
                                     cache=None if cache is None else cache.self_attn, **extra))
         x = x + self.drop(self.cross(self.ln_cross(x), memory, memory_padding_mask,
@@ -289,12 +297,26 @@ def stack_param_counts(model: nn.Module) -> dict[str, int]:
     return count_params(model, groups, [b.attn for b in model.blocks])
 
 
-def format_param_counts(counts: dict[str, int]) -> str:
-    """A plain-text table: component, parameters, share of the total."""
+def layer_param_counts(stacks: dict[str, Iterable[nn.Module]]) -> list[dict]:
+    """Per self-attention layer, stack by stack (``stacks``: {name of the blocks' list: its blocks}):
+    ``{"layer": "blocks.2", "kind": "vanilla", "params": its attention's parameters, "path": the
+    kernel its synthesizer layer runs (``SynthesizerAttention.path``), None for a baseline}``."""
+    return [{"layer": f"{stack}.{i}", "kind": block.kind, "params": sum(p.numel() for p in block.attn.parameters()),
+             "path": getattr(block.attn, "path", None)}
+            for stack, blocks in stacks.items() for i, block in enumerate(blocks)]
+
+
+def format_param_counts(counts: dict[str, int], layers: list[dict] | None = None) -> str:
+    """A plain-text table: component, parameters, share of the total; then, given ``layers``
+    (:func:`layer_param_counts`), one line per attention layer: its kind and parameters."""
     total = sum(counts.values())
     width = max(len(k) for k in [*counts, "total"])
     lines = [f"{'component':<{width}}  {'params':>12}  {'share':>6}"]
     for name, value in counts.items():
         lines.append(f"{name:<{width}}  {value:>12,}  {100 * value / max(total, 1):>5.1f}%")
     lines.append(f"{'total':<{width}}  {total:>12,}  100.0%")
+    if layers:
+        width = max(len(layer["layer"]) for layer in layers)
+        lines += ["", f"{'attention':<{width}}  {'params':>12}  kind"]
+        lines += [f"{layer['layer']:<{width}}  {layer['params']:>12,}  {layer['kind']}" for layer in layers]
     return "\n".join(lines)

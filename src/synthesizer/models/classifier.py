@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from .blocks import (EncoderBlock, Embeddings, bias_for, fit_length, format_param_counts, stack_param_counts,
-                     stack_position_bias)
+from .blocks import (EncoderBlock, Embeddings, bias_for, fit_length, format_param_counts, layer_param_counts,
+                     stack_param_counts, stack_position_bias)
 from .config import ModelConfig
 
 
@@ -21,9 +21,10 @@ class Classifier(nn.Module):
         super().__init__()
         self.config = config
         self.embed = Embeddings(config, segments=True)
-        self.blocks = nn.ModuleList(EncoderBlock(config) for _ in range(config.encoder_layers))
+        kinds = config.layer_kinds(config.encoder_layers, "encoder")
+        self.blocks = nn.ModuleList(EncoderBlock(config, kind=kind) for kind in kinds)
         self.ln_f = nn.LayerNorm(config.d_model)
-        self.position_bias = stack_position_bias(config, causal=False)  # shared by the blocks, or None
+        self.position_bias = stack_position_bias(config, kinds, causal=False)  # shared by the blocks, or None
         self.drop = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.d_model, config.n_classes)
 
@@ -69,5 +70,9 @@ class Classifier(nn.Module):
         """Parameters per component: embeddings, attention.<component>, ffn, norms, head."""
         return stack_param_counts(self)
 
+    def layer_param_counts(self) -> list[dict]:
+        """Per attention layer: its kind, parameters and kernel path (``blocks.layer_param_counts``)."""
+        return layer_param_counts({"blocks": self.blocks})
+
     def param_table(self) -> str:
-        return format_param_counts(self.param_counts())
+        return format_param_counts(self.param_counts(), self.layer_param_counts() if self.config.per_layer else None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from .blocks import (EncoderBlock, Embeddings, bias_for, cached_positions, fit_length, format_param_counts,
-                     stack_param_counts, stack_position_bias, token_positions)
+                     layer_param_counts, stack_param_counts, stack_position_bias, token_positions)
 from .config import ModelConfig
 
 
@@ -23,15 +23,16 @@ class LanguageModel(nn.Module):
         super().__init__()
         self.config = config
         self.embed = Embeddings(config)
-        self.blocks = nn.ModuleList(EncoderBlock(config, causal=True) for _ in range(config.n_layers))
-        self.position_bias = stack_position_bias(config, causal=True)  # shared by the blocks, or None
+        kinds = config.layer_kinds(config.n_layers)
+        self.blocks = nn.ModuleList(EncoderBlock(config, causal=True, kind=kind) for kind in kinds)
+        self.position_bias = stack_position_bias(config, kinds, causal=True)  # shared by the blocks, or None
         self.ln_f = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_embeddings:
             self.head.weight = self.embed.token.weight
 
     def new_caches(self) -> list:
-        """One empty decoding cache per layer."""
+        """One empty decoding cache per layer, each of its layer's kind (values only without vanilla)."""
         return [block.attn.new_cache() for block in self.blocks]
 
     def forward(self, input_ids: Tensor, padding_mask: Tensor | None = None, caches: list | None = None,
@@ -55,5 +56,9 @@ class LanguageModel(nn.Module):
         """Parameters per component: embeddings, attention.<component>, ffn, norms, head."""
         return stack_param_counts(self)
 
+    def layer_param_counts(self) -> list[dict]:
+        """Per attention layer: its kind, parameters and kernel path (``blocks.layer_param_counts``)."""
+        return layer_param_counts({"blocks": self.blocks})
+
     def param_table(self) -> str:
-        return format_param_counts(self.param_counts())
+        return format_param_counts(self.param_counts(), self.layer_param_counts() if self.config.per_layer else None)

@@ -1,6 +1,7 @@
 """Encoder-decoder for translation, summarization and dialogue.
 
-Encoder and decoder self-attention use ``config.attention``; cross-attention uses
+Encoder and decoder self-attention use ``config.attention`` (with a kind per layer: the list, or the
+pattern cycled, in each stack); cross-attention uses
 ``config.cross_attention`` (``vanilla`` by default). One vocabulary for source and target; with
 ``tie_embeddings`` the encoder, decoder and output projection share one matrix.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from .blocks import (DecoderBlock, DecoderLayerCache, EncoderBlock, Embeddings, bias_for, count_params, fit_length,
-                     format_param_counts, stack_position_bias)
+                     format_param_counts, layer_param_counts, stack_position_bias)
 from .config import ModelConfig
 
 
@@ -22,13 +23,15 @@ class EncoderDecoder(nn.Module):
         self.config = config
         self.src_embed = Embeddings(config)
         self.tgt_embed = Embeddings(config)
-        self.encoder = nn.ModuleList(EncoderBlock(config) for _ in range(config.encoder_layers))
+        encoder_kinds = config.layer_kinds(config.encoder_layers, "encoder")
+        decoder_kinds = config.layer_kinds(config.decoder_layers, "decoder")
+        self.encoder = nn.ModuleList(EncoderBlock(config, kind=kind) for kind in encoder_kinds)
         self.ln_enc = nn.LayerNorm(config.d_model)
-        self.decoder = nn.ModuleList(DecoderBlock(config) for _ in range(config.decoder_layers))
+        self.decoder = nn.ModuleList(DecoderBlock(config, kind=kind) for kind in decoder_kinds)
         self.ln_dec = nn.LayerNorm(config.d_model)
-        # a position bias per stack (relative, alibi), shared by its layers, or None
-        self.encoder_position_bias = stack_position_bias(config, causal=False)
-        self.decoder_position_bias = stack_position_bias(config, causal=True)
+        # a position bias per stack (relative, alibi), shared by the layers that apply it, or None
+        self.encoder_position_bias = stack_position_bias(config, encoder_kinds, causal=False)
+        self.decoder_position_bias = stack_position_bias(config, decoder_kinds, causal=True)
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_embeddings:
             self.tgt_embed.token.weight = self.src_embed.token.weight
@@ -80,5 +83,9 @@ class EncoderDecoder(nn.Module):
             groups["position_bias"] = biases
         return count_params(self, groups, [b.attn for b in blocks])
 
+    def layer_param_counts(self) -> list[dict]:
+        """Per self-attention layer, encoder then decoder: its kind, parameters and kernel path."""
+        return layer_param_counts({"encoder": self.encoder, "decoder": self.decoder})
+
     def param_table(self) -> str:
-        return format_param_counts(self.param_counts())
+        return format_param_counts(self.param_counts(), self.layer_param_counts() if self.config.per_layer else None)

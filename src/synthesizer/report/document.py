@@ -13,6 +13,7 @@ from .claims import (MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, US
 from .render import Block, write_report
 from .results import data_fingerprint, describe_code, save_results
 from .groups import build_groups
+from .hybrid import hybrid_blocks
 from .tables import Group, group_key, group_label, table_rows
 
 def slug(text: str) -> str:
@@ -221,6 +222,7 @@ def build_report(results: dict, folder: str | Path) -> tuple[Path, Path]:
         runs = [r for r in results["runs"] if group_key(r["task"], r["data"]) == group.key]
         blocks += _group_blocks(group, runs, results.get("attention", {}).get(group.key, {}),
                                 group_label(group, results.get("labels", {})), folder)
+    blocks += hybrid_blocks(groups, results["runs"], results.get("labels", {}))  # [] without a kind per layer
     blocks += _claim_blocks(evaluate_claims(groups), attention_notes(groups))
     blocks += [("h2", "Raw data"),
                ("p", "`results.json` holds every run's raw record (config, test and validation metrics, curves, "

@@ -34,13 +34,12 @@ from .document import minutes
 from .groups import build_groups
 from .render import Block, write_report
 from .results import FILENAME, describe_code, failed, load_results
-from .tables import Group, Share, fmt_metric, group_key, group_label
+from .tables import LEARNED_ACCURACY, Group, Share, fmt_metric, group_key, group_label
 from ..runs.files import read_json
 
 WIDTH_PREFIX = "width-"
 TUNED, TUNING_FILE, LR_PREFIX = "tuned", "tuning.json", "lr-"  # a width's learning-rate study (comparison/tuning.py)
 REPORT_FILE = "report.md"
-LEARNED_ACCURACY = 0.9  # a recall task counts as learned from this test accuracy on
 FLOPS_PER_PARAM_TOKEN = 6  # forward + backward multiply-adds x 2 per parameter and token (attention's n^2 terms left out)
 
 

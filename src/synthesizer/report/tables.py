@@ -23,6 +23,7 @@ from .results import failed
 #   BLEU / ROUGE below 1 point (a model that learned nothing produces unrelated text).
 CHANCE_MARGIN_ACCURACY = 0.01
 CHANCE_MAX_GENERATION_SCORE = 1.0
+LEARNED_ACCURACY = 0.9  # a recall task counts as learned from this test accuracy on
 
 
 @dataclass

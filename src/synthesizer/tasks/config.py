@@ -25,11 +25,10 @@ from pathlib import Path
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
-from ..attention.factory import check_kind
 from ..data.records import TASKS as DATA_TASKS
 from ..data.span_corruption import N_SENTINELS
 from ..errors import FieldError, path_component, positive_int
-from ..models.config import ModelConfig
+from ..models.config import ModelConfig, attention_text
 from ..training.loop import TrainConfig
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -421,10 +420,11 @@ class ExperimentConfig:
         return copy.deepcopy({f.name: dict(value) if isinstance(value := getattr(self, f.name), Mapping) else value
                               for f in dataclasses.fields(self)})
 
-    def with_attention(self, kind: str) -> "ExperimentConfig":
-        """A copy whose self-attention kind is ``kind`` (checked, canonical name)."""
+    def with_attention(self, kind: str | list) -> "ExperimentConfig":
+        """A copy whose self-attention is ``kind``: one kind or a kind per layer (checked, canonical
+        spelling: ``models.config.attention_text``)."""
         data = self.to_dict()
-        data["model"]["attention"] = check_kind(kind)
+        data["model"]["attention"] = attention_text(kind)
         return ExperimentConfig(**data)
 
     @property
@@ -442,7 +442,8 @@ class ExperimentConfig:
 
     @property
     def attention(self) -> str:
-        return check_kind(self.model.attention)
+        """The self-attention's canonical spelling: one kind, or the layers' kinds joined by ``,``."""
+        return attention_text(self.model.attention)
 
 
 def flatten_config(config: dict) -> dict:

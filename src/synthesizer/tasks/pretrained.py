@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
-from ..attention.factory import check_kind
 from ..data.records import DataError
 from ..models import EncoderDecoder, ModelConfig
+from ..models.config import attention_text
 from ..runs.files import CONFIG_NAME, EXPERIMENT_FILE, STATE_NAME
 from ..training.checkpoint import finished_checkpoint, load_model_weights
 from .config import PRETRAIN, ExperimentConfig
@@ -37,7 +37,7 @@ class Pretrained:
         state = self.checkpoint / STATE_NAME
         step = int(torch.load(state, map_location="cpu", weights_only=True)["step"]) if state.is_file() else None
         return {"run_dir": str(self.run_dir), "checkpoint": str(self.checkpoint), "step": step,
-                "task": self.cfg.task, "data": self.cfg.data_name, "attention": check_kind(self.model.attention)}
+                "task": self.cfg.task, "data": self.cfg.data_name, "attention": attention_text(self.model.attention)}
 
     def encoder_decoder(self) -> EncoderDecoder:
         model = EncoderDecoder(self.model)
@@ -63,7 +63,7 @@ def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
     if checkpoint is None or not (checkpoint / CONFIG_NAME).is_file():
         raise DataError(f"{where}: no checkpoint yet (no 'best' or 'last' folder); finish or resume that run first")
     model = ModelConfig.from_dict(json.loads((checkpoint / CONFIG_NAME).read_text()))
-    pretrained_kind, kind = check_kind(model.attention), cfg.attention
+    pretrained_kind, kind = attention_text(model.attention), cfg.attention
     if pretrained_kind != kind:
         raise ValueError(f"{where}: pretrained with attention {pretrained_kind!r}, but model.attention is {kind!r}; "
                          "fine-tune with the attention it was pretrained with")

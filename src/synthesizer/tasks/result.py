@@ -15,7 +15,7 @@ from pathlib import Path
 from torch import nn
 
 from ..attention import registry
-from ..attention.factory import resolve_kind
+from ..models.config import parse_attention
 from ..data.records import Corpus
 from ..runs.files import BEST, LAST, LOG_FILE, json_safe, read_log
 from ..training.checkpoint import CheckpointError, load_model_weights, resolve_checkpoint
@@ -24,8 +24,11 @@ from .config import ExperimentConfig
 
 
 def components_of(kind: str) -> list[str]:
-    parsed = resolve_kind(kind)  # a Kind, or a baseline's name
-    return [parsed] if isinstance(parsed, str) else list(parsed)
+    """The components (or baselines) of ``kind``; with a kind per layer, those of every layer, each once."""
+    found: dict[str, None] = {}
+    for parsed in parse_attention(kind):  # a Kind, or a baseline's name, per layer
+        found.update(dict.fromkeys([parsed] if isinstance(parsed, str) else parsed))
+    return list(found)
 
 
 def self_attention_layers(model: nn.Module) -> list[nn.Module]:
@@ -34,9 +37,13 @@ def self_attention_layers(model: nn.Module) -> list[nn.Module]:
 
 
 def mixture_weights(model: nn.Module) -> list | None:
-    """softmax(alpha) of every self-attention layer as nested lists, or None if no layer mixes."""
+    """softmax(alpha) of every self-attention layer as nested lists, or None unless every layer mixes the
+    same components (a kind per layer may mix in some layers only)."""
     layers = []
-    for m in self_attention_layers(model):
+    attention = self_attention_layers(model)
+    if len({getattr(m, "kind", None) for m in attention}) > 1:
+        return None
+    for m in attention:
         w = m.mixture_weights() if hasattr(m, "mixture_weights") else None
         if w is None:
             return None
@@ -48,7 +55,9 @@ def param_summary(model: nn.Module) -> dict:
     counts = model.param_counts()
     components = registry.names()  # built-in and registered: every logits component counts
     logits = sum(v for k, v in counts.items() if k.startswith("attention.") and k.split(".", 1)[1] in components)
-    return {"total": sum(counts.values()), "attention_logits": logits, "by_component": counts}
+    by_layer = [{"layer": layer["layer"], "kind": layer["kind"], "params": layer["params"]}
+                for layer in model.layer_param_counts()]  # the kind and attention parameters of every layer
+    return {"total": sum(counts.values()), "attention_logits": logits, "by_component": counts, "by_layer": by_layer}
 
 
 def summarize(cfg: ExperimentConfig, task: Task, model: nn.Module, corpus: Corpus, out_dir: Path, step: int,
