@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import positive_int
@@ -49,6 +50,9 @@ class SynthesizerAttention(nn.Module):
             ``"triton"`` (needs triton; see docs/gpu.md) and ``"flex"`` (FlexAttention, torch >= 2.6).
             ``path`` says which one a forward pass in the layer's current mode and device runs.
     Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding.
+    ``attention_maps``: None, or a list to which every forward pass appends the attention probabilities
+    it used, (B, H, t, start + t); the pass then runs the reference kernel, which materialises them
+    (``models.record`` sets it).
     An empty batch or sequence gives an empty output, (0, seq, d_model) or (batch, 0, d_model).
     """
 
@@ -71,6 +75,7 @@ class SynthesizerAttention(nn.Module):
             raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout, self.impl = causal, dropout, impl
+        self.attention_maps: list[Tensor] | None = None
         self.components = parse_kind(kind)  # a Kind: the component names in the canonical order
         self.kind = str(self.components)
         options = {"k": k, "fd_split": fd_split, "dense_per_head": dense_per_head}
@@ -127,7 +132,7 @@ class SynthesizerAttention(nn.Module):
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: AttentionCache | None = None) -> Tensor:
         """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those cached."""
         start = self._check(x, key_padding_mask, cache)
-        if cache is not None:
+        if cache is not None or self.attention_maps is not None:
             return self._decode(x, key_padding_mask, cache, start)
         kernel = KERNELS[self.path]  # the same decision that ``path`` reports
         v = split_heads(self.value(x), self.n_heads)
@@ -159,13 +164,21 @@ class SynthesizerAttention(nn.Module):
         w = torch.softmax(self.alpha, dim=-1)
         return [w[..., c].reshape(1, -1, 1, 1) for c in range(len(self.components))]
 
-    def _decode(self, x: Tensor, padding: Tensor | None, cache: AttentionCache, start: int) -> Tensor:
-        """The next t positions on the reference kernel. The cache keeps the values of every position
-        and the keys of the component that needs them (vanilla), and hands them to its logits."""
+    def _decode(self, x: Tensor, padding: Tensor | None, cache: AttentionCache | None, start: int) -> Tensor:
+        """The next t positions on the reference kernel (all n positions without a cache). The cache keeps
+        the values of every position and the keys of the component that needs them (vanilla), and hands
+        them to its logits. With ``attention_maps`` set, the probabilities are appended to it."""
         v = split_heads(self.value(x), self.n_heads)
-        v, keys, padding = cache.append(v, self._keys(x), padding)
-        heads = reference.attend(self._scores("logits", x, start, keys), v, padding, self.causal, self.dropout,
-                                 self.training)
+        keys = None
+        if cache is not None:
+            v, keys, padding = cache.append(v, self._keys(x), padding)
+        scores = self._scores("logits", x, start, keys)
+        if self.attention_maps is None:
+            heads = reference.attend(scores, v, padding, self.causal, self.dropout, self.training)
+        else:  # the same computation, with the probabilities kept (in the graph: gradients reach them)
+            probs = reference.probabilities(scores.logits, padding, self.causal, start).expand(x.shape[0], -1, -1, -1)
+            self.attention_maps.append(probs)
+            heads = (F.dropout(probs, self.dropout) if self.training and self.dropout > 0 else probs) @ v
         return self.out(self._merge(heads))
 
     def _keys(self, x: Tensor) -> Tensor | None:
