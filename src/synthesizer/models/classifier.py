@@ -25,9 +25,15 @@ class Classifier(nn.Module):
         self.drop = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.d_model, config.n_classes)
 
-    def forward(self, input_ids: Tensor, padding_mask: Tensor | None = None, segment_ids: Tensor | None = None) -> Tensor:
-        input_ids, padding_mask, segment_ids = fit_length(self.config, input_ids, padding_mask, segment_ids)
-        x = self.embed(input_ids, segment_ids=segment_ids)
+    def forward(self, input_ids: Tensor | None, padding_mask: Tensor | None = None, segment_ids: Tensor | None = None, *,
+                inputs_embeds: Tensor | None = None) -> Tensor:
+        """``inputs_embeds`` (B, n, d): token embeddings (rows of ``embed.token``) instead of ``input_ids``."""
+        if inputs_embeds is not None:
+            _, padding_mask, segment_ids, inputs_embeds = fit_length(self.config, inputs_embeds[..., 0], padding_mask,
+                                                                     segment_ids, inputs_embeds)
+        else:
+            input_ids, padding_mask, segment_ids = fit_length(self.config, input_ids, padding_mask, segment_ids)
+        x = self.embed(input_ids, segment_ids=segment_ids, token_embeds=inputs_embeds)
         for block in self.blocks:
             x = block(x, padding_mask)
         x = self.ln_f(x)

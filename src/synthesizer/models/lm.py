@@ -30,16 +30,22 @@ class LanguageModel(nn.Module):
         """One empty decoding cache per layer."""
         return [block.attn.new_cache() for block in self.blocks]
 
-    def forward(self, input_ids: Tensor, padding_mask: Tensor | None = None, caches: list | None = None) -> Tensor:
+    def forward(self, input_ids: Tensor | None, padding_mask: Tensor | None = None, caches: list | None = None, *,
+                inputs_embeds: Tensor | None = None) -> Tensor:
         """Next-token logits (B, n, vocab)."""
-        return self.head(self.hidden_states(input_ids, padding_mask, caches))
+        return self.head(self.hidden_states(input_ids, padding_mask, caches, inputs_embeds=inputs_embeds))
 
-    def hidden_states(self, input_ids: Tensor, padding_mask: Tensor | None = None,
-                      caches: list | None = None) -> Tensor:
-        """The final hidden states (B, n, d), after the last LayerNorm: the forward without its head."""
+    def hidden_states(self, input_ids: Tensor | None, padding_mask: Tensor | None = None,
+                      caches: list | None = None, *, inputs_embeds: Tensor | None = None) -> Tensor:
+        """The final hidden states (B, n, d), after the last LayerNorm: the forward without its head.
+        ``inputs_embeds`` (B, n, d): token embeddings (rows of ``embed.token``) instead of ``input_ids``."""
         start = caches[0].length if caches else 0
-        input_ids, padding_mask = fit_length(self.config, input_ids, padding_mask, start=start)
-        x = self.embed(input_ids, start)
+        if inputs_embeds is not None:
+            _, padding_mask, inputs_embeds = fit_length(self.config, inputs_embeds[..., 0], padding_mask, inputs_embeds,
+                                                        start=start)
+        else:
+            input_ids, padding_mask = fit_length(self.config, input_ids, padding_mask, start=start)
+        x = self.embed(input_ids, start, token_embeds=inputs_embeds)
         for i, block in enumerate(self.blocks):
             x = block(x, padding_mask, None if caches is None else caches[i])
         return self.ln_f(x)
