@@ -17,7 +17,7 @@ HF field                    ModelConfig field       HF field                    
 ==========================  ======================  ==========================  ======================
 
 ``dropout``, ``pooling`` and ``on_too_long`` keep their names. ``pad/bos/eos_token_id`` may be None
-(no such token), as in any HF config. ``attention`` is stored in its
+(no such token) or lie outside the vocabulary, as in any HF config (see ``to_model_config``). ``attention`` is stored in its
 canonical spelling (``"V+R"`` becomes ``"random+vanilla"``); every value is checked by building
 the ``ModelConfig``, so a bad one raises the same ``ValueError`` the project's models raise.
 """
@@ -109,13 +109,14 @@ class SynthesizerConfig(PreTrainedConfig):
 
     def to_model_config(self) -> ModelConfig:
         """The project's ``ModelConfig`` of these fields (ValueError naming a bad value). A special token
-        id that is None here (no such token, as HF allows) takes ``ModelConfig``'s default there: only the
-        project's own generation functions read those, never the HF classes (a list of end tokens: its first)."""
+        id that is None here (no such token) or not a token of the vocabulary, both of which an HF config
+        allows, takes ``ModelConfig``'s default there: only the project's own generation functions read
+        those, never the HF classes (a list of end tokens: its first)."""
         fields = {ours: getattr(self, hf) for hf, ours in _TO_PROJECT.items()}
         for name in _TOKEN_IDS:
             if isinstance(fields[name], (list, tuple)):  # several end tokens (HF allows a list): the first
                 fields[name] = fields[name][0] if fields[name] else None
-            if fields[name] is None:
+            if not isinstance(fields[name], int) or not 0 <= fields[name] < self.vocab_size:
                 fields[name] = _PROJECT_DEFAULTS[name]
         return ModelConfig(**fields, n_classes=self.num_labels)
 
