@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from transformers import GenerationMixin, PreTrainedConfig, PreTrainedModel
 from transformers.cache_utils import Cache, CacheLayerMixin
 from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.utils.deprecation import deprecate_kwarg
 from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithPast, CausalLMOutputWithPast,
                                            Seq2SeqLMOutput, SequenceClassifierOutput)
 
@@ -410,6 +411,7 @@ class SynthesizerModel(SynthesizerPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.model.embed.token = value
 
+    @deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")  # its former name in HF
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, cache: Cache | None = None,
                 use_cache: bool | None = None, inputs_embeds: Tensor | None = None,
                 output_attentions: bool | None = None, output_hidden_states: bool | None = None,
@@ -456,8 +458,9 @@ class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
         check_generation(self, inputs, generation_config, kwargs)
         return super().generate(inputs, generation_config, **kwargs)
 
+    @deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")  # its former name in HF
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-                labels: Tensor | None = None, cache: Cache | None = None, use_cache: bool | None = None,
+                labels: Tensor | None = None, cache: Cache | None = None, use_cache: bool | None = None, *,
                 inputs_embeds: Tensor | None = None, output_attentions: bool | None = None,
                 output_hidden_states: bool | None = None, return_dict: bool | None = None,
                 num_items_in_batch: Tensor | int | None = None, shift_labels: Tensor | None = None,
@@ -566,6 +569,7 @@ class SynthesizerForSeq2SeqLM(SynthesizerPreTrainedModel, GenerationMixin):
         shifted[:, 1:] = labels[:, :-1]
         return shifted.masked_fill(shifted == IGNORE_INDEX, pad)
 
+    @deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")  # its former name in HF
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
                 decoder_input_ids: Tensor | None = None, decoder_attention_mask: Tensor | None = None,
                 *, encoder_outputs=None, labels: Tensor | None = None, cache: Cache | None = None,
