@@ -42,11 +42,11 @@ def _stacks(model: nn.Module) -> dict[str, tuple[nn.ModuleList, nn.Module]]:
     return stacks
 
 
-def _maps_of(name: str, mixer: nn.Module) -> nn.Module:
+def _maps_of(model: nn.Module, mixer: nn.Module) -> nn.Module:
     if not hasattr(mixer, "attention_maps"):
-        kind = getattr(mixer, "kind", type(mixer).__name__)
-        raise ValueError(f"attention maps: the {name} mixer {kind!r} has no attention matrix to return; every "
-                         "Synthesizer kind (random, dense, vanilla and their mixtures) has one")
+        kind = getattr(getattr(model, "config", None), "attention", type(mixer).__name__)
+        raise ValueError(f"attention maps: attention {kind!r} ({type(mixer).__name__}) has no attention matrix to "
+                         "return; every Synthesizer kind (random, dense, vanilla and their mixtures) has one")
     return mixer
 
 
@@ -62,7 +62,7 @@ def record(model: nn.Module, hidden_states: bool = False, attentions: bool = Fal
                     hooks.append(block.register_forward_pre_hook(lambda _, args, out=states: out.append(args[0])))
                 hooks.append(norm.register_forward_hook(lambda _, args, result, out=states: out.append(result)))
             if attentions:
-                mixers += [(_maps_of(name, block.attn), recording.attentions.setdefault(name, [])) for block in blocks]
+                mixers += [(_maps_of(model, block.attn), recording.attentions.setdefault(name, [])) for block in blocks]
                 if name == "decoder":
                     mixers += [(block.cross, recording.attentions.setdefault("cross", [])) for block in blocks]
         for mixer, maps in mixers:
