@@ -131,7 +131,7 @@ def test_seq2seq_and_classifier_attention_maps_and_generate_outputs():
                       output_attentions=True, output_hidden_states=True)
     assert [step[0].shape for step in gen.attentions] == [(2, 2, 4, 4), (2, 2, 1, 5), (2, 2, 1, 6)]
     assert len(gen.hidden_states) == 3 and gen.hidden_states[1][0].shape == (2, 1, 32)
-    with pytest.raises(ValueError, match=r"attention maps: attention 'lightconv' \(LightweightConv\) has no attention matrix to return"):
+    with pytest.raises(ValueError, match=r"attention 'lightconv' \(LightweightConv\) has no attention matrix to return"):
         tiny(H.SynthesizerForCausalLM, "lightconv")(torch.randint(3, 50, (1, 4)), output_attentions=True)
 
 
@@ -218,17 +218,27 @@ def test_each_architecture_loads_through_its_auto_class_and_another_is_refused(t
     for cls, auto in autos.items():
         tiny(cls).save_pretrained(tmp_path / cls.__name__)
         assert type(auto.from_pretrained(tmp_path / cls.__name__)) is cls
+    # AutoModel: the base model of the folder's head, the causal stack or the classifier's encoder
     assert type(transformers.AutoModel.from_pretrained(tmp_path / "SynthesizerForCausalLM")) is H.SynthesizerModel
     folder = tmp_path / "SynthesizerForSequenceClassification"
-    with pytest.raises(ValueError, match="holds a SynthesizerForSequenceClassification, which SynthesizerModel "
-                                         "cannot load .*; load it with AutoModelForSequenceClassification"):
-        transformers.AutoModel.from_pretrained(folder, ignore_mismatched_sizes=True)
-    with pytest.raises(ValueError, match="load it with AutoModelForSeq2SeqLM"):
-        transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "SynthesizerForSeq2SeqLM")
-    # a new head: the mismatched weights are initialised afresh
+    classifier = H.SynthesizerForSequenceClassification.from_pretrained(folder)
+    encoder = transformers.AutoModel.from_pretrained(folder)
+    assert type(encoder) is H.SynthesizerEncoderModel and not hasattr(encoder.model.head, "weight")
+    inputs = inputs_for(H.SynthesizerForSequenceClassification)
+    with torch.no_grad():
+        expected, _ = classifier.model.encode(inputs["input_ids"], inputs["attention_mask"] == 0)
+        torch.testing.assert_close(encoder(**inputs).last_hidden_state, expected)
+    with pytest.raises(ValueError, match="holds a SynthesizerForSeq2SeqLM, which SynthesizerModel cannot load "
+                                         r"\(another model family\); load it with AutoModelForSeq2SeqLM"):
+        transformers.AutoModel.from_pretrained(tmp_path / "SynthesizerForSeq2SeqLM")
+    with pytest.raises(ValueError, match="load it with AutoModelForSequenceClassification"):
+        transformers.AutoModelForCausalLM.from_pretrained(folder)
+    # a new head, a resized vocabulary: the mismatched weights are initialised afresh
     five = transformers.AutoModelForSequenceClassification.from_pretrained(folder, num_labels=5,
                                                                            ignore_mismatched_sizes=True)
-    assert five(**inputs_for(H.SynthesizerForSequenceClassification)).logits.shape == (2, 5)
+    assert five(**inputs).logits.shape == (2, 5)
+    smaller = transformers.AutoModel.from_pretrained(folder, vocab_size=30, ignore_mismatched_sizes=True)
+    assert smaller(inputs["input_ids"] % 30).last_hidden_state.shape == (2, 6, 32)
 
 
 # ----------------------------------------------------------------------------- 12. torch.export

@@ -231,10 +231,10 @@ def _returned(output, return_dict: bool):
 
 # HF class -> the Auto class that loads it; classes that load each other's folders share a family
 _AUTO_OF = {"SynthesizerModel": "AutoModel", "SynthesizerForCausalLM": "AutoModelForCausalLM",
-            "SynthesizerForSeq2SeqLM": "AutoModelForSeq2SeqLM",
+            "SynthesizerForSeq2SeqLM": "AutoModelForSeq2SeqLM", "SynthesizerEncoderModel": "AutoModel",
             "SynthesizerForSequenceClassification": "AutoModelForSequenceClassification"}
 _FAMILY_OF = {"SynthesizerModel": "lm", "SynthesizerForCausalLM": "lm", "SynthesizerForSeq2SeqLM": "seq2seq",
-              "SynthesizerForSequenceClassification": "classifier"}
+              "SynthesizerEncoderModel": "classifier", "SynthesizerForSequenceClassification": "classifier"}
 
 
 def _saved_config(path, kwargs: dict) -> PreTrainedConfig | None:
@@ -246,6 +246,12 @@ def _saved_config(path, kwargs: dict) -> PreTrainedConfig | None:
         return SynthesizerConfig.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError):
         return None  # not a local folder: from_pretrained says what is wrong
+
+
+def _saved_architecture(path, kwargs: dict) -> str | None:
+    """The synthesizer class named first in the config's ``architectures`` (see ``_saved_config``), or None."""
+    config = _saved_config(path, kwargs)
+    return next((a for a in (getattr(config, "architectures", None) or []) if a in _FAMILY_OF), None)
 
 
 class CheckpointedEncoderBlock(GradientCheckpointingLayer, EncoderBlock):
@@ -312,11 +318,10 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
         """As ``PreTrainedModel.from_pretrained``; a ValueError for a folder of another model family (its
         ``architectures``), naming the Auto class that loads it; a CheckpointError for weights that another
         revision of synthesizer saved (``config.weights_revision``): they would load and give other outputs."""
-        config = _saved_config(pretrained_model_name_or_path, kwargs)
-        saved = [a for a in (getattr(config, "architectures", None) or []) if a in _FAMILY_OF]
-        if saved and _FAMILY_OF[saved[0]] != _FAMILY_OF.get(cls.__name__, _FAMILY_OF[saved[0]]):
-            raise ValueError(f"{pretrained_model_name_or_path} holds a {saved[0]}, which {cls.__name__} cannot load "
-                             f"(another model family); load it with {_AUTO_OF[saved[0]]} or {saved[0]}")
+        saved = _saved_architecture(pretrained_model_name_or_path, kwargs)
+        if saved and _FAMILY_OF[saved] != _FAMILY_OF.get(cls.__name__, _FAMILY_OF[saved]):
+            raise ValueError(f"{pretrained_model_name_or_path} holds a {saved}, which {cls.__name__} cannot load "
+                             f"(another model family); load it with {_AUTO_OF[saved]} or {saved}")
         loaded = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # (model, loading info) when asked for
         if model.config.weights_revision != WEIGHTS_REVISION:
@@ -405,6 +410,15 @@ class SynthesizerModel(SynthesizerPreTrainedModel):
         self.model = LanguageModel(config.to_model_config())
         self.post_init()
 
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """As ``SynthesizerPreTrainedModel.from_pretrained``; a classifier's folder gives its bare encoder,
+        a ``SynthesizerEncoderModel`` (``AutoModel`` gives the base model of any head's checkpoint)."""
+        if cls is SynthesizerModel and _saved_architecture(pretrained_model_name_or_path, kwargs) in (
+                "SynthesizerForSequenceClassification", "SynthesizerEncoderModel"):
+            return SynthesizerEncoderModel.from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+
     def get_input_embeddings(self) -> nn.Embedding:
         return self.model.embed.token
 
@@ -425,6 +439,40 @@ class SynthesizerModel(SynthesizerPreTrainedModel):
         output = BaseModelOutputWithPast(last_hidden_state=last, cache=cache,
                                          hidden_states=_states(seen.hidden_states, "blocks"),
                                          attentions=_states(seen.attentions, "blocks"))
+        return _returned(output, return_dict)
+
+
+class SynthesizerEncoderModel(SynthesizerPreTrainedModel):
+    """The classifier's bare encoder (what ``AutoModel`` loads from a classifier's folder): input_ids
+    (B, n) (pairs: ``token_type_ids``) -> final hidden states (B, n, d), after the last LayerNorm, before
+    pooling. Same weights (``model.*``) as ``SynthesizerForSequenceClassification`` but its head."""
+
+    _keys_to_ignore_on_load_unexpected = [r"^model\.head\."]
+
+    def __init__(self, config: SynthesizerConfig):
+        super().__init__(config)
+        self.model = Classifier(config.to_model_config())
+        self.model.head = None  # the bare encoder: no classification head
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.model.embed.token
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.model.embed.token = value
+
+    def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                token_type_ids: Tensor | None = None, inputs_embeds: Tensor | None = None,
+                output_attentions: bool | None = None, output_hidden_states: bool | None = None,
+                return_dict: bool | None = None, **kwargs) -> BaseModelOutput | tuple:
+        """``inputs_embeds`` (B, n, d): rows of the token embeddings instead of ``input_ids``."""
+        attentions, hidden, return_dict = self._outputs(output_attentions, output_hidden_states, return_dict)
+        n = _one_input(input_ids, inputs_embeds)
+        with record(self.model, hidden, attentions) as seen:
+            last, _ = self.model.encode(input_ids, padding_mask(attention_mask, n), token_type_ids,
+                                        inputs_embeds=inputs_embeds)
+        output = BaseModelOutput(last_hidden_state=last, hidden_states=_states(seen.hidden_states, "blocks"),
+                                 attentions=_states(seen.attentions, "blocks"))
         return _returned(output, return_dict)
 
 
@@ -680,5 +728,6 @@ class SynthesizerForSequenceClassification(SynthesizerPreTrainedModel):
 
 
 __all__ = ["CheckpointedDecoderBlock", "CheckpointedEncoderBlock", "SynthesizerCache", "SynthesizerCacheLayer",
-           "SynthesizerForCausalLM", "SynthesizerForSeq2SeqLM", "SynthesizerForSequenceClassification",
+           "SynthesizerEncoderModel", "SynthesizerForCausalLM", "SynthesizerForSeq2SeqLM",
+           "SynthesizerForSequenceClassification",
            "SynthesizerModel", "SynthesizerPreTrainedModel"]
