@@ -3,9 +3,11 @@
 Each class holds one project model as ``self.model`` (``LanguageModel``, ``EncoderDecoder`` or
 ``Classifier``) and adds only what ``transformers`` expects around it: HF argument names, the
 ``attention_mask`` convention (1 = keep, converted here to the project's True = padding), the loss
-from ``labels`` (``num_items_in_batch`` honoured, as ``Trainer`` passes it), ``ModelOutput``s, the
-decoding cache through the ``Cache`` API, and weight initialisation for ``from_pretrained``.
-A run folder's weights are the wrapped model's ``state_dict`` with a ``model.`` prefix.
+from ``labels`` (``num_items_in_batch`` honoured, as ``Trainer`` passes it), ``ModelOutput``s or
+tuples, hidden states and attention maps on request (``models.record``), ``inputs_embeds``, the
+decoding cache through the ``Cache`` API (croppable, for assisted decoding), activation checkpointing
+per block, and weight initialisation for ``from_pretrained``. A run folder's weights are the wrapped
+model's ``state_dict`` with a ``model.`` prefix.
 
 Inputs are left-aligned, as everywhere in the project: positions are absolute and random
 synthesizer logits are indexed by them, so padding must be on the right. A left-padded
