@@ -220,3 +220,17 @@ def test_positions_are_checked():
         layer(x, positions=torch.zeros(1, 4))
     with pytest.raises(ValueError, match=r"positions must have shape \(batch, seq\) = \(1, 4\)"):
         layer(x, positions=torch.zeros(1, 3, dtype=torch.long))
+
+
+def test_cropping_a_cache_forgets_the_positions_of_the_tokens_it_drops():
+    layer = SynthesizerAttention(D, H, L, "random+vanilla", causal=True).eval()
+    x = torch.randn(1, 6, D)
+    pos = torch.tensor([[0, 0, 1, 2, 3, 4]])
+    with torch.no_grad():
+        cache = layer.new_cache()
+        layer(x, torch.tensor([[True] + [False] * 5]), cache=cache, positions=pos)
+        cache.crop(4)
+        assert cache.positions.tolist() == [[0, 0, 1, 2]]
+        again = layer(x[:, 4:], cache=cache)  # continues from position 2: positions 3 and 4 again
+        full = layer(x, torch.tensor([[True] + [False] * 5]), positions=pos)
+    assert_close_f32(again, full[:, 4:], "decoding on after a crop", LAYER)

@@ -67,6 +67,20 @@ class AttentionCache(DecodingState):
             self.padding = torch.cat([old, new], dim=1)
         return self.values, self.keys, self.padding
 
+    def crop(self, length: int) -> None:
+        """Keep the first ``length`` positions, forgetting the later ones (speculative decoding takes back
+        the draft tokens the model rejected). A values-only cache is cut as a key/value one is."""
+        if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= self.length:
+            raise ValueError(f"crop length must be an int in [0, {self.length}] (the cached positions), got {length!r}")
+        for name in ("keys", "values"):
+            t = getattr(self, name)
+            if t is not None:
+                setattr(self, name, t[:, :, :length])
+        for name in ("padding", "positions"):
+            t = getattr(self, name)
+            if t is not None:
+                setattr(self, name, t[:, :length])
+
     def reorder(self, index: Tensor) -> None:
         """Keep batch rows ``index`` (beam search): every cached tensor is re-indexed along dim 0."""
         for name in ("keys", "values", "padding", "positions"):

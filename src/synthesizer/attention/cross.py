@@ -55,6 +55,8 @@ class CrossAttention(nn.Module):
             given, source) sequence; only the ``random`` kind is sized by them.
         kind: ``"vanilla"`` or ``"random"``. dropout: on the attention weights.
     Shapes: ``x`` (B, t, d) decoder states, ``memory`` (B, s, d), ``memory_padding_mask`` (B, s) bool.
+    ``attention_maps``: None, or a list to which every forward pass appends the attention probabilities
+    it used, (B, H, t, s) (``models.record`` sets it).
     """
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, kind: str = "vanilla", dropout: float = 0.0,
@@ -66,6 +68,7 @@ class CrossAttention(nn.Module):
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         self.d_model, self.n_heads, self.kind, self.dropout = d_model, n_heads, kind, dropout
         self.max_len, self.max_src_len = max_len, max_src_len or max_len
+        self.attention_maps: list[Tensor] | None = None
         if kind == "vanilla":
             self.query = nn.Linear(d_model, d_model)
             self.key = nn.Linear(d_model, d_model)
@@ -115,13 +118,19 @@ class CrossAttention(nn.Module):
         # The masks' one rule: a source made only of padding gives zeros (mask: True = may attend).
         allowed, empty = (None, None) if padding is None else allowed_keys(padding, False, t)
         p = self.dropout if self.training else 0.0
-        if self.kind == "vanilla":
+        scale = 1.0 / math.sqrt(self.d_model // self.n_heads)
+        if self.kind == "vanilla" and self.attention_maps is None:
             q = split_heads(self.query(x), self.n_heads)
-            heads = F.scaled_dot_product_attention(q, kv.keys, kv.values, attn_mask=allowed, dropout_p=p,
-                                                   scale=1.0 / math.sqrt(self.d_model // self.n_heads))
-        else:
-            logits = self.r[:, start : start + t, : kv.values.shape[2]].unsqueeze(0)
+            heads = F.scaled_dot_product_attention(q, kv.keys, kv.values, attn_mask=allowed, dropout_p=p, scale=scale)
+        else:  # the probabilities materialised: the random kind's always, vanilla's when they are recorded
+            if self.kind == "vanilla":
+                logits = split_heads(self.query(x), self.n_heads) @ kv.keys.transpose(-2, -1) * scale
+            else:
+                logits = self.r[:, start : start + t, : kv.values.shape[2]].unsqueeze(0)
             probs = masked_softmax(logits, None if padding is None else padding[:, None, None, :])
+            if self.attention_maps is not None:
+                probs = probs.expand(b, -1, -1, -1)
+                self.attention_maps.append(probs)
             if p > 0:
                 probs = F.dropout(probs, p)
             heads = probs @ kv.values

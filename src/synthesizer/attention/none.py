@@ -29,6 +29,14 @@ class NoneCache(DecodingState):
     def nbytes(self) -> int:
         return 0
 
+    def crop(self, length: int) -> None:
+        """Keep the first ``length`` positions: only the count changes."""
+        if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= self.length:
+            raise ValueError(f"crop length must be an int in [0, {self.length}] (the cached positions), got {length!r}")
+        self.length = length
+        if self.positions is not None:
+            self.positions = self.positions[:, :length]
+
     def reorder(self, index: Tensor) -> None:
         """Beam search keeps batch rows ``index``: only the positions, where kept, move."""
         if self.positions is not None:

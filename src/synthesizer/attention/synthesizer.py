@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import positive_int
@@ -65,6 +66,9 @@ class SynthesizerAttention(nn.Module):
     restarting at 0. Every component reads its logits at those positions (``R[P_i, P_j]``, dense's
     ``W2[P_j]``, rotary angles), on the reference path; the causal mask stays by index. A decoding
     cache keeps the positions, and new tokens given none continue each row from its last one.
+    ``attention_maps``: None, or a list to which every forward pass appends the attention probabilities
+    it used, (B, H, t, start + t); the pass then runs the reference kernel, which materialises them
+    (``models.record`` sets it).
     An empty batch or sequence gives an empty output, (0, seq, d_model) or (batch, 0, d_model).
     """
 
@@ -87,6 +91,7 @@ class SynthesizerAttention(nn.Module):
             raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout, self.impl = causal, dropout, impl
+        self.attention_maps: list[Tensor] | None = None
         self.components = parse_kind(kind)  # a Kind: the component names in the canonical order
         self.kind = str(self.components)
         if positions != "none" and positions not in LAYER_SCHEMES:
@@ -155,7 +160,7 @@ class SynthesizerAttention(nn.Module):
         start = self._check(x, key_padding_mask, cache, position_bias, positions)
         if positions is not None:
             return self._at_positions(x, key_padding_mask, cache, position_bias, positions, start)
-        if cache is not None:
+        if cache is not None or self.attention_maps is not None:
             return self._decode(x, key_padding_mask, cache, start, position_bias)
         kernel = KERNELS[self.path]  # the same decision that ``path`` reports
         v = split_heads(self.value(x), self.n_heads)
@@ -207,15 +212,16 @@ class SynthesizerAttention(nn.Module):
         w = torch.softmax(self.alpha, dim=-1)
         return [w[..., c].reshape(1, -1, 1, 1) for c in range(len(self.components))]
 
-    def _decode(self, x: Tensor, padding: Tensor | None, cache: AttentionCache, start: int,
+    def _decode(self, x: Tensor, padding: Tensor | None, cache: AttentionCache | None, start: int,
                 position_bias: Tensor | None) -> Tensor:
-        """The next t positions on the reference kernel. The cache keeps the values of every position
-        and the keys of the component that needs them (vanilla), and hands them to its logits."""
+        """The next t positions on the reference kernel (all n positions without a cache). The cache keeps
+        the values of every position and the keys of the component that needs them (vanilla), and hands
+        them to its logits."""
         v = split_heads(self.value(x), self.n_heads)
-        v, keys, padding = cache.append(v, self._keys(x, start), padding)
-        heads = reference.attend(self._scores("logits", x, start, keys, position_bias), v, padding, self.causal,
-                                 self.dropout, self.training)
-        return self.out(self._merge(heads))
+        keys = None
+        if cache is not None:
+            v, keys, padding = cache.append(v, self._keys(x, start), padding)
+        return self._attend_logits(self._scores("logits", x, start, keys, position_bias).logits, v, padding, start)
 
     def _at_positions(self, x: Tensor, padding: Tensor | None, cache: AttentionCache | None,
                       position_bias: Tensor | None, positions: Tensor, start: int) -> Tensor:
@@ -226,9 +232,18 @@ class SynthesizerAttention(nn.Module):
         if cache is not None:
             v, keys, padding = cache.append(v, self._keys(x, positions), padding, positions)
             key_positions = cache.positions
-        logits = self._logits_at(x, positions, key_positions, keys, position_bias)
-        heads = reference.attend(Scores(logits=logits, start=start), v, padding, self.causal, self.dropout,
-                                 self.training)
+        return self._attend_logits(self._logits_at(x, positions, key_positions, keys, position_bias), v, padding, start)
+
+    def _attend_logits(self, logits: Tensor, v: Tensor, padding: Tensor | None, start: int) -> Tensor:
+        """The reference kernel on materialised logits of rows start..; with ``attention_maps`` set, the
+        probabilities are appended to it (in the graph: gradients reach them)."""
+        if self.attention_maps is None:
+            heads = reference.attend(Scores(logits=logits, start=start), v, padding, self.causal, self.dropout,
+                                     self.training)
+        else:
+            probs = reference.probabilities(logits, padding, self.causal, start).expand(v.shape[0], -1, -1, -1)
+            self.attention_maps.append(probs)
+            heads = (F.dropout(probs, self.dropout) if self.training and self.dropout > 0 else probs) @ v
         return self.out(self._merge(heads))
 
     def _logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor, keys: Tensor | None,

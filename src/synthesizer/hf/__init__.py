@@ -5,7 +5,8 @@ synthesizer models with ``AutoConfig``, ``AutoModel``, ``AutoModelForCausalLM``,
 ``SynthesizerConfig`` (HF field names for the project's ``ModelConfig``) and three model classes
 that wrap the project's own models: ``SynthesizerForCausalLM`` (``LanguageModel``),
 ``SynthesizerForSeq2SeqLM`` (``EncoderDecoder``), ``SynthesizerForSequenceClassification``
-(``Classifier``); ``SynthesizerModel`` is the bare causal stack. ``synthesizer.hf.convert`` turns
+(``Classifier``); ``SynthesizerModel`` is the bare causal stack (``AutoModel``; of a classifier's
+folder it gives ``SynthesizerEncoderModel``, the classifier's bare encoder). ``synthesizer.hf.convert`` turns
 run folders into HF folders and back. Importing ``synthesizer`` alone never imports transformers.
 """
 
@@ -15,7 +16,7 @@ from transformers import (AutoConfig, AutoModel, AutoModelForCausalLM, AutoModel
                           AutoModelForSequenceClassification)
 
 from .configuration_synthesizer import MODEL_TYPE, SynthesizerConfig
-from .modeling_synthesizer import (SynthesizerCache, SynthesizerCacheLayer, SynthesizerForCausalLM,
+from .modeling_synthesizer import (SynthesizerCache, SynthesizerCacheLayer, SynthesizerEncoderModel, SynthesizerForCausalLM,
                                    SynthesizerForSeq2SeqLM, SynthesizerForSequenceClassification, SynthesizerModel,
                                    SynthesizerPreTrainedModel)
 
@@ -34,6 +35,7 @@ def _register() -> None:
 
 _register()
 
-__all__ = ["HF_CLASSES", "SynthesizerCache", "SynthesizerCacheLayer", "SynthesizerConfig", "SynthesizerForCausalLM",
+__all__ = ["HF_CLASSES", "SynthesizerCache", "SynthesizerCacheLayer", "SynthesizerConfig", "SynthesizerEncoderModel",
+           "SynthesizerForCausalLM",
            "SynthesizerForSeq2SeqLM", "SynthesizerForSequenceClassification", "SynthesizerModel",
            "SynthesizerPreTrainedModel"]

@@ -16,13 +16,16 @@ HF field                    ModelConfig field       HF field                    
 ``max_position_embeddings`` ``max_len``             ``pad/bos/eos_token_id``    ``pad/bos/eos_id``
 ==========================  ======================  ==========================  ======================
 
-``dropout``, ``pooling`` and ``on_too_long`` keep their names. ``attention`` is stored in its
-canonical spelling (``"V+R"`` becomes ``"random+vanilla"``; a kind per layer, ``["random", "vanilla"]``,
-becomes ``"random,vanilla"``); every value is checked by building
+``dropout``, ``pooling`` and ``on_too_long`` keep their names. ``pad/bos/eos_token_id`` may be None
+(no such token) or lie outside the vocabulary, as in any HF config (see ``to_model_config``). ``attention`` is
+stored in its canonical spelling (``"V+R"`` becomes ``"random+vanilla"``; a kind per layer,
+``["random", "vanilla"]``, becomes ``"random,vanilla"``); every value is checked by building
 the ``ModelConfig``, so a bad one raises the same ``ValueError`` the project's models raise.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from transformers import PreTrainedConfig
 
@@ -42,6 +45,11 @@ _TO_PROJECT = {
     "tie_word_embeddings": "tie_embeddings", "type_vocab_size": "n_segments", "pooling": "pooling",
     "pad_token_id": "pad_id", "bos_token_id": "bos_id", "eos_token_id": "eos_id", "on_too_long": "on_too_long",
 }
+
+
+# special token ids, which HF lets a config leave unset (None), and the project's defaults for them
+_TOKEN_IDS = ("pad_id", "bos_id", "eos_id")
+_PROJECT_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.name in _TOKEN_IDS}
 
 
 class SynthesizerConfig(PreTrainedConfig):
@@ -100,8 +108,16 @@ class SynthesizerConfig(PreTrainedConfig):
         return super().from_dict(config_dict, **kwargs)
 
     def to_model_config(self) -> ModelConfig:
-        """The project's ``ModelConfig`` of these fields (ValueError naming a bad value)."""
+        """The project's ``ModelConfig`` of these fields (ValueError naming a bad value). A special token
+        id that is None here (no such token) or not a token of the vocabulary, both of which an HF config
+        allows, takes ``ModelConfig``'s default there: only the project's own generation functions read
+        those, never the HF classes (a list of end tokens: its first)."""
         fields = {ours: getattr(self, hf) for hf, ours in _TO_PROJECT.items()}
+        for name in _TOKEN_IDS:
+            if isinstance(fields[name], (list, tuple)):  # several end tokens (HF allows a list): the first
+                fields[name] = fields[name][0] if fields[name] else None
+            if not isinstance(fields[name], int) or not 0 <= fields[name] < self.vocab_size:
+                fields[name] = _PROJECT_DEFAULTS[name]
         return ModelConfig(**fields, n_classes=self.num_labels)
 
     @classmethod

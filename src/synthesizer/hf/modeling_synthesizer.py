@@ -3,9 +3,11 @@
 Each class holds one project model as ``self.model`` (``LanguageModel``, ``EncoderDecoder`` or
 ``Classifier``) and adds only what ``transformers`` expects around it: HF argument names, the
 ``attention_mask`` convention (1 = keep, converted here to the project's True = padding), the loss
-from ``labels`` (``num_items_in_batch`` honoured, as ``Trainer`` passes it), ``ModelOutput``s, the
-decoding cache through the ``Cache`` API, and weight initialisation for ``from_pretrained``.
-A run folder's weights are the wrapped model's ``state_dict`` with a ``model.`` prefix.
+from ``labels`` (``num_items_in_batch`` honoured, as ``Trainer`` passes it), ``ModelOutput``s or
+tuples, hidden states and attention maps on request (``models.record``), ``inputs_embeds``, the
+decoding cache through the ``Cache`` API (croppable, for assisted decoding), activation checkpointing
+per block, and weight initialisation for ``from_pretrained``. A run folder's weights are the wrapped
+model's ``state_dict`` with a ``model.`` prefix.
 
 Inputs are left-aligned, as everywhere in the project: positions are absolute and random
 synthesizer logits are indexed by them, so padding must be on the right. A left-padded
@@ -19,15 +21,18 @@ import warnings
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from transformers import GenerationMixin, PreTrainedModel
+from transformers import GenerationMixin, PreTrainedConfig, PreTrainedModel
 from transformers.cache_utils import Cache, CacheLayerMixin
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.utils.deprecation import deprecate_kwarg
 from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithPast, CausalLMOutputWithPast,
                                            Seq2SeqLMOutput, SequenceClassifierOutput)
 
 from ..attention.masks import check_right_padded
-from ..models.blocks import Embeddings
+from ..models.blocks import DecoderBlock, EncoderBlock, Embeddings
 from ..models.classifier import Classifier
 from ..models.lm import LanguageModel
+from ..models.record import record
 from ..models.seq2seq import EncoderDecoder
 from ..training.checkpoint import WEIGHTS_REVISION, revision_error
 from .configuration_synthesizer import SynthesizerConfig
@@ -46,7 +51,6 @@ class SynthesizerCacheLayer(CacheLayerMixin):
     """
 
     is_compileable = False
-    is_croppable = False
 
     def __init__(self, state) -> None:  # no super().__init__(): keys/values are read from ``state``
         self.state, self.is_initialized = state, True
@@ -91,8 +95,20 @@ class SynthesizerCacheLayer(CacheLayerMixin):
         if values is not None:
             self.state.reorder(torch.arange(values.shape[0], device=values.device).repeat_interleave(repeats))
 
+    @property
+    def is_croppable(self) -> bool:
+        """Every attention cache can be cut back, values-only or not (a convolution's window cannot)."""
+        return hasattr(self._attention_cache(), "crop")
+
     def crop(self, tokens_to_remove: int) -> None:
-        raise NotImplementedError("the synthesizer cache cannot be cropped (assisted decoding is not supported)")
+        """Forget the last ``-tokens_to_remove`` positions (a negative count, as HF's layers take it)."""
+        if tokens_to_remove > 0:
+            raise ValueError(f"crop takes a negative count of positions to remove, got {tokens_to_remove}")
+        if not self.is_croppable:
+            raise NotImplementedError(f"a {type(self._attention_cache()).__name__} cannot be cut back: the attention "
+                                      f"kind keeps a fixed window, not every position (assisted decoding needs it)")
+        if tokens_to_remove:
+            self.state.crop(max(self.get_seq_length() + tokens_to_remove, 0))
 
     def reset(self) -> None:
         raise NotImplementedError("the synthesizer cache cannot be reset; start generation with a new one")
@@ -129,14 +145,17 @@ class SynthesizerCache(Cache):
 def padding_mask(attention_mask: Tensor | None, length: int) -> Tensor | None:
     """HF's ``attention_mask`` (B, n_total), 1 = keep, -> the project's (B, length) bool, True = padding,
     for the last ``length`` positions (the new ones when a cache holds the rest); None when nothing is
-    padded. ValueError when a row has padding before a real token (left padding)."""
+    padded (in eager calls; traced ones always get the mask). ValueError when a row has padding before a
+    real token (left padding; checked in eager calls, not under torch.compile/export)."""
     if attention_mask is None:
         return None
     if attention_mask.dim() != 2:
         raise ValueError(f"attention_mask must have shape (batch, seq), got {tuple(attention_mask.shape)}")
     keep = attention_mask.bool()
-    check_right_padded(~keep, "attention_mask")
+    check_right_padded(~keep, "attention_mask")  # an eager call only: under torch.compile/export it is skipped
     pad = ~keep[:, -length:] if length else ~keep[:, :0]
+    if torch.compiler.is_compiling():
+        return pad  # no branch on the mask's values: export and compile trace one graph for every mask
     return pad if bool(pad.any()) else None
 
 
@@ -160,7 +179,9 @@ def check_generation(model: "SynthesizerPreTrainedModel", inputs: Tensor | None,
     new_tokens = kwargs.get("max_new_tokens", getattr(config, "max_new_tokens", None))
     if new_tokens is None and "max_length" not in kwargs and generation_config is None:
         return  # HF's default length (20): generate stops there, EOS may come first
-    start = ids.shape[-1] if decoder_only and isinstance(ids, Tensor) else 1  # a decoder starts from one token
+    if ids is None and decoder_only:
+        ids = kwargs.get("inputs_embeds")  # (B, n, d): a prompt of n positions
+    start = ids.shape[1] if decoder_only and isinstance(ids, Tensor) else 1  # a decoder starts from one token
     limit = model.config.max_position_embeddings
     total = start + new_tokens if new_tokens is not None else kwargs.get("max_length", config.max_length)
     if total is None or total <= limit:
@@ -194,31 +215,130 @@ def _fresh(t: Tensor | None) -> bool:
     return t is not None and not getattr(t, "_is_hf_initialized", False)
 
 
+def _one_input(input_ids: Tensor | None, inputs_embeds: Tensor | None, what: str = "input_ids") -> int:
+    """The sequence length of the one input given: ``what`` (B, n) or ``inputs_embeds`` (B, n, d)."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError(f"give exactly one of {what} and inputs_embeds")
+    return (input_ids if input_ids is not None else inputs_embeds).shape[1]
+
+
+def _states(recorded: dict[str, list[Tensor]], stack: str) -> tuple[Tensor, ...] | None:
+    return tuple(recorded[stack]) if stack in recorded else None
+
+
+def _returned(output, return_dict: bool):
+    """The output as asked: the ``ModelOutput``, or (``return_dict=False``) its tuple of the fields set."""
+    return output if return_dict else output.to_tuple()
+
+
+# HF class -> the Auto class that loads it; classes that load each other's folders share a family
+_AUTO_OF = {"SynthesizerModel": "AutoModel", "SynthesizerForCausalLM": "AutoModelForCausalLM",
+            "SynthesizerForSeq2SeqLM": "AutoModelForSeq2SeqLM", "SynthesizerEncoderModel": "AutoModel",
+            "SynthesizerForSequenceClassification": "AutoModelForSequenceClassification"}
+_FAMILY_OF = {"SynthesizerModel": "lm", "SynthesizerForCausalLM": "lm", "SynthesizerForSeq2SeqLM": "seq2seq",
+              "SynthesizerEncoderModel": "classifier", "SynthesizerForSequenceClassification": "classifier"}
+
+
+def _saved_config(path, kwargs: dict) -> PreTrainedConfig | None:
+    """The config ``from_pretrained`` will use: the one passed, or a local folder's config.json (None otherwise)."""
+    config = kwargs.get("config")
+    if isinstance(config, PreTrainedConfig):
+        return config
+    try:
+        return SynthesizerConfig.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError):
+        return None  # not a local folder: from_pretrained says what is wrong
+
+
+def _saved_architecture(path, kwargs: dict) -> str | None:
+    """The synthesizer class named first in the config's ``architectures`` (see ``_saved_config``), or None."""
+    config = _saved_config(path, kwargs)
+    return next((a for a in (getattr(config, "architectures", None) or []) if a in _FAMILY_OF), None)
+
+
+class CheckpointedEncoderBlock(GradientCheckpointingLayer, EncoderBlock):
+    """An ``EncoderBlock`` that HF's activation checkpointing can recompute (same weights and forward)."""
+
+
+class CheckpointedDecoderBlock(GradientCheckpointingLayer, DecoderBlock):
+    """A ``DecoderBlock`` that HF's activation checkpointing can recompute (same weights and forward)."""
+
+
+def _checkpointable(model: nn.Module) -> nn.Module:
+    """Turn every block of the project ``model`` into its checkpointable class, in place: with activation
+    checkpointing on, training keeps each block's input only and recomputes the rest in the backward pass."""
+    for module in model.modules():
+        for plain, checkpointed in ((EncoderBlock, CheckpointedEncoderBlock), (DecoderBlock, CheckpointedDecoderBlock)):
+            if type(module) is plain:
+                module.__class__ = checkpointed
+    return model
+
+
+def _table_scales(model: nn.Module) -> dict[int, float]:
+    """id of every table of the ``Embeddings`` in ``model`` -> the std the project draws it with
+    (``Embeddings.reset_parameters``: tokens N(0, 1/d), learned positions and segments N(0, 0.02))."""
+    scales = {}
+    for m in model.modules():
+        if isinstance(m, Embeddings):
+            scales[id(m.token.weight)] = 1.0 / m.token_scale
+            scales.update({id(table.weight): 0.02 for table in (m.position, m.segment) if table is not None})
+    return scales
+
+
+def _untie(model: nn.Module) -> None:
+    """Give every parameter that the project model shares under a second name (a head or target table
+    tied to the token embeddings) its own copy. HF's loader must see them apart, as in its own models
+    until ``tie_weights``: shared from the start, a table missing from a checkpoint is neither reported
+    missing nor initialised."""
+    seen: set[int] = set()
+    for module in model.modules():
+        for name, param in list(module.named_parameters(recurse=False)):
+            if id(param) in seen:
+                setattr(module, name, nn.Parameter(param.detach().clone(), requires_grad=param.requires_grad))
+            seen.add(id(param))
+
+
 # ---------------------------------------------------------------------- base class
 class SynthesizerPreTrainedModel(PreTrainedModel):
     """Weight initialisation as the project's constructors do it, for ``from_pretrained``: it builds
     the model without initialising, loads the checkpoint and initialises only what is left (missing
-    weights, and the non-persistent sinusoid table, which no checkpoint holds)."""
+    weights, and the non-persistent sinusoid table, which no checkpoint holds).
+
+    Every forward takes ``output_hidden_states`` and ``output_attentions`` (see ``models.record``: the
+    embeddings, each block's output and the final normed states; each block's softmax attention map,
+    which every Synthesizer kind has and a baseline without one refuses) and ``return_dict=False`` (a
+    tuple of the output's fields that are set)."""
 
     config_class = SynthesizerConfig
     base_model_prefix = "model"
     main_input_name = "input_ids"
-    supports_gradient_checkpointing = False
-    _no_split_modules = ["EncoderBlock", "DecoderBlock"]
+    supports_gradient_checkpointing = True
+    _no_split_modules = ["EncoderBlock", "DecoderBlock", "CheckpointedEncoderBlock", "CheckpointedDecoderBlock"]
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
-        """As ``PreTrainedModel.from_pretrained``; a CheckpointError for weights that another revision of
-        synthesizer saved (``config.weights_revision``): they would load and give other outputs."""
-        model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        """As ``PreTrainedModel.from_pretrained``; a ValueError for a folder of another model family (its
+        ``architectures``), naming the Auto class that loads it; a CheckpointError for weights that another
+        revision of synthesizer saved (``config.weights_revision``): they would load and give other outputs."""
+        saved = _saved_architecture(pretrained_model_name_or_path, kwargs)
+        if saved and _FAMILY_OF[saved] != _FAMILY_OF.get(cls.__name__, _FAMILY_OF[saved]):
+            raise ValueError(f"{pretrained_model_name_or_path} holds a {saved}, which {cls.__name__} cannot load "
+                             f"(another model family); load it with {_AUTO_OF[saved]} or {saved}")
+        loaded = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded  # (model, loading info) when asked for
         if model.config.weights_revision != WEIGHTS_REVISION:
             raise revision_error(pretrained_model_name_or_path, model.config.weights_revision)
-        return model
+        return loaded
 
     def save_pretrained(self, *args, **kwargs):
         # whatever these weights are, this revision's code reads them (another's are refused on loading)
         self.config.weights_revision = WEIGHTS_REVISION
         return super().save_pretrained(*args, **kwargs)
+
+    def post_init(self) -> None:
+        _checkpointable(self.model)
+        _untie(self.model)  # HF ties them again (``_tied_weights_keys``), as it does its own models' tables
+        super().post_init()
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -234,10 +354,20 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
                *(b for name, b in module.named_buffers(recurse=False) if name not in module._non_persistent_buffers_set)]
         if not any(_fresh(t) for t in own) or not hasattr(module, "reset_parameters"):
             return
-        # a head tied to the token embeddings leaves that table to Embeddings (its scale)
-        tied = {id(m.token.weight) for m in self.modules() if isinstance(m, Embeddings)}
-        if not any(id(t) in tied for t in own):
+        # the tables of Embeddings (and a head tied to the token table) take the project's scales
+        scales = _table_scales(self)
+        tables = [t for t in own if id(t) in scales]
+        for table in tables:
+            if _fresh(table):
+                nn.init.normal_(table, std=scales[id(table)])
+        if not tables:
             module.reset_parameters()
+
+    def resize_token_embeddings(self, *args, **kwargs) -> nn.Embedding:
+        """As ``PreTrainedModel.resize_token_embeddings``; the wrapped model's config follows the new size."""
+        embeddings = super().resize_token_embeddings(*args, **kwargs)
+        self.model.config.vocab_size = self.config.vocab_size
+        return embeddings
 
     def new_cache(self) -> SynthesizerCache:
         """An empty decoding cache: V only per layer for a pure synthesizer, K and V with vanilla."""
@@ -250,12 +380,24 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
         model_kwargs["cache"] = self.new_cache()
 
     def _cache_states(self, cache: Cache | None, use_cache: bool | None) -> tuple[Cache | None, list | None]:
+        if self.is_activation_checkpointing and self.training and torch.is_grad_enabled():
+            if cache is not None or use_cache:  # a recomputed block would append to the cache twice
+                warnings.warn("activation checkpointing recomputes each block: decoding without a cache", stacklevel=3)
+            return None, None
         if cache is None and use_cache:
             cache = self.new_cache()
         if cache is not None and not isinstance(cache, SynthesizerCache):
             raise ValueError(f"a synthesizer model decodes with a SynthesizerCache (model.new_cache()), got "
                              f"{type(cache).__name__}")
         return cache, None if cache is None else cache.states
+
+    def _outputs(self, output_attentions: bool | None, output_hidden_states: bool | None,
+                 return_dict: bool | None) -> tuple[bool, bool, bool]:
+        """The three output options, each from the call or else from the config."""
+        config = self.config
+        return (config.output_attentions if output_attentions is None else output_attentions,
+                config.output_hidden_states if output_hidden_states is None else output_hidden_states,
+                config.return_dict if return_dict is None else return_dict)
 
 
 # ---------------------------------------------------------------------- decoder-only
@@ -270,22 +412,76 @@ class SynthesizerModel(SynthesizerPreTrainedModel):
         self.model = LanguageModel(config.to_model_config())
         self.post_init()
 
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """As ``SynthesizerPreTrainedModel.from_pretrained``; a classifier's folder gives its bare encoder,
+        a ``SynthesizerEncoderModel`` (``AutoModel`` gives the base model of any head's checkpoint)."""
+        if cls is SynthesizerModel and _saved_architecture(pretrained_model_name_or_path, kwargs) in (
+                "SynthesizerForSequenceClassification", "SynthesizerEncoderModel"):
+            return SynthesizerEncoderModel.from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+
     def get_input_embeddings(self) -> nn.Embedding:
         return self.model.embed.token
 
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.model.embed.token = value
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, cache: Cache | None = None,
-                use_cache: bool | None = None, return_dict: bool | None = None, **kwargs) -> BaseModelOutputWithPast:
+    @deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")  # its former name in HF
+    def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, cache: Cache | None = None,
+                use_cache: bool | None = None, inputs_embeds: Tensor | None = None,
+                output_attentions: bool | None = None, output_hidden_states: bool | None = None,
+                return_dict: bool | None = None, **kwargs) -> BaseModelOutputWithPast | tuple:
+        """``inputs_embeds`` (B, n, d): rows of the token embeddings instead of ``input_ids``."""
+        attentions, hidden, return_dict = self._outputs(output_attentions, output_hidden_states, return_dict)
+        n = _one_input(input_ids, inputs_embeds)
         cache, states = self._cache_states(cache, use_cache)
-        hidden = self.model.hidden_states(input_ids, padding_mask(attention_mask, input_ids.shape[1]), states)
-        return BaseModelOutputWithPast(last_hidden_state=hidden, cache=cache)
+        with record(self.model, hidden, attentions) as seen:
+            last = self.model.hidden_states(input_ids, padding_mask(attention_mask, n), states, inputs_embeds=inputs_embeds)
+        output = BaseModelOutputWithPast(last_hidden_state=last, cache=cache,
+                                         hidden_states=_states(seen.hidden_states, "blocks"),
+                                         attentions=_states(seen.attentions, "blocks"))
+        return _returned(output, return_dict)
+
+
+class SynthesizerEncoderModel(SynthesizerPreTrainedModel):
+    """The classifier's bare encoder (what ``AutoModel`` loads from a classifier's folder): input_ids
+    (B, n) (pairs: ``token_type_ids``) -> final hidden states (B, n, d), after the last LayerNorm, before
+    pooling. Same weights (``model.*``) as ``SynthesizerForSequenceClassification`` but its head."""
+
+    _keys_to_ignore_on_load_unexpected = [r"^model\.head\."]
+
+    def __init__(self, config: SynthesizerConfig):
+        super().__init__(config)
+        self.model = Classifier(config.to_model_config())
+        self.model.head = None  # the bare encoder: no classification head
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.model.embed.token
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.model.embed.token = value
+
+    def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                token_type_ids: Tensor | None = None, inputs_embeds: Tensor | None = None,
+                output_attentions: bool | None = None, output_hidden_states: bool | None = None,
+                return_dict: bool | None = None, **kwargs) -> BaseModelOutput | tuple:
+        """``inputs_embeds`` (B, n, d): rows of the token embeddings instead of ``input_ids``."""
+        attentions, hidden, return_dict = self._outputs(output_attentions, output_hidden_states, return_dict)
+        n = _one_input(input_ids, inputs_embeds)
+        with record(self.model, hidden, attentions) as seen:
+            last, _ = self.model.encode(input_ids, padding_mask(attention_mask, n), token_type_ids,
+                                        inputs_embeds=inputs_embeds)
+        output = BaseModelOutput(last_hidden_state=last, hidden_states=_states(seen.hidden_states, "blocks"),
+                                 attentions=_states(seen.attentions, "blocks"))
+        return _returned(output, return_dict)
 
 
 class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
     """Decoder-only LM: input_ids (B, n) -> logits (B, n, vocab); ``labels`` (B, n) give the
-    next-token loss (shifted inside, ``-100`` ignored) as HF causal LMs do."""
+    next-token loss (shifted inside, ``-100`` ignored) as HF causal LMs do, ``shift_labels`` (B, n)
+    the targets already shifted (what sequence parallelism passes: each shard's next tokens)."""
 
     def __init__(self, config: SynthesizerConfig):
         super().__init__(config)
@@ -303,23 +499,39 @@ class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
     def get_output_embeddings(self) -> nn.Linear:
         return self.model.head
 
+    def set_output_embeddings(self, value: nn.Linear) -> None:
+        self.model.head = value
+
     def generate(self, inputs: Tensor | None = None, generation_config=None, **kwargs):
         """``GenerationMixin.generate`` after :func:`check_generation`: a request it cannot finish is
         refused before the first token is decoded."""
         check_generation(self, inputs, generation_config, kwargs)
         return super().generate(inputs, generation_config, **kwargs)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
-                cache: Cache | None = None, use_cache: bool | None = None, return_dict: bool | None = None,
-                num_items_in_batch: Tensor | int | None = None, **kwargs) -> CausalLMOutputWithPast:
+    @deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")  # its former name in HF
+    def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                labels: Tensor | None = None, cache: Cache | None = None, use_cache: bool | None = None, *,
+                inputs_embeds: Tensor | None = None, output_attentions: bool | None = None,
+                output_hidden_states: bool | None = None, return_dict: bool | None = None,
+                num_items_in_batch: Tensor | int | None = None, shift_labels: Tensor | None = None,
+                **kwargs) -> CausalLMOutputWithPast | tuple:
         """``position_ids`` and other HF extras are accepted and unused: positions are absolute,
-        counted from what the cache holds."""
+        counted from what the cache holds. ``inputs_embeds`` (B, n, d): rows of the token embeddings
+        instead of ``input_ids``."""
+        attentions, hidden, return_dict = self._outputs(output_attentions, output_hidden_states, return_dict)
+        n = _one_input(input_ids, inputs_embeds)
         cache, states = self._cache_states(cache, use_cache)
-        logits = self.model(input_ids, padding_mask(attention_mask, input_ids.shape[1]), states)
+        with record(self.model, hidden, attentions) as seen:
+            logits = self.model(input_ids, padding_mask(attention_mask, n), states, inputs_embeds=inputs_embeds)
         loss = None
-        if labels is not None:
+        if shift_labels is not None:
+            loss = token_loss(logits, shift_labels, num_items_in_batch)
+        elif labels is not None:
             loss = token_loss(logits[:, :-1], labels[:, 1:], num_items_in_batch)
-        return CausalLMOutputWithPast(loss=loss, logits=logits, cache=cache)
+        output = CausalLMOutputWithPast(loss=loss, logits=logits, cache=cache,
+                                        hidden_states=_states(seen.hidden_states, "blocks"),
+                                        attentions=_states(seen.attentions, "blocks"))
+        return _returned(output, return_dict)
 
 
 # ---------------------------------------------------------------------- encoder-decoder
@@ -332,9 +544,18 @@ class _Encoder:
     def __init__(self, owner: "SynthesizerForSeq2SeqLM"):
         self._owner = owner
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, **kwargs) -> BaseModelOutput:
-        memory = self._owner.model.encode(input_ids, padding_mask(attention_mask, input_ids.shape[1]))
-        return BaseModelOutput(last_hidden_state=memory)
+    def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                inputs_embeds: Tensor | None = None, output_attentions: bool | None = None,
+                output_hidden_states: bool | None = None, return_dict: bool | None = None,
+                **kwargs) -> BaseModelOutput | tuple:
+        owner = self._owner
+        attentions, hidden, return_dict = owner._outputs(output_attentions, output_hidden_states, return_dict)
+        n = _one_input(input_ids, inputs_embeds)
+        with record(owner.model, hidden, attentions) as seen:
+            memory = owner.model.encode(input_ids, padding_mask(attention_mask, n), inputs_embeds=inputs_embeds)
+        output = BaseModelOutput(last_hidden_state=memory, hidden_states=_states(seen.hidden_states, "encoder"),
+                                 attentions=_states(seen.attentions, "encoder"))
+        return _returned(output, return_dict)
 
     __call__ = forward
 
@@ -359,8 +580,25 @@ class SynthesizerForSeq2SeqLM(SynthesizerPreTrainedModel, GenerationMixin):
     def get_input_embeddings(self) -> nn.Embedding:
         return self.model.src_embed.token
 
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        """The source table, and the target one too where they are one table (``tie_word_embeddings``)."""
+        if self.model.tgt_embed.token is self.model.src_embed.token or self.config.tie_word_embeddings:
+            self.model.tgt_embed.token = value
+        self.model.src_embed.token = value
+
     def get_output_embeddings(self) -> nn.Linear:
         return self.model.head
+
+    def set_output_embeddings(self, value: nn.Linear) -> None:
+        self.model.head = value
+
+    def resize_token_embeddings(self, new_num_tokens: int | None = None, *args, **kwargs) -> nn.Embedding:
+        """As ``PreTrainedModel.resize_token_embeddings``; untied, the decoder's own table is resized too."""
+        embeddings = super().resize_token_embeddings(new_num_tokens, *args, **kwargs)
+        target = self.model.tgt_embed.token
+        if target.num_embeddings != embeddings.num_embeddings:
+            self.model.tgt_embed.token = self._get_resized_embeddings(target, embeddings.num_embeddings)
+        return embeddings
 
     def get_encoder(self, modality: str | None = None) -> _Encoder:
         return _Encoder(self)
@@ -373,38 +611,70 @@ class SynthesizerForSeq2SeqLM(SynthesizerPreTrainedModel, GenerationMixin):
 
     def shift_right(self, labels: Tensor) -> Tensor:
         """labels (B, t) -> decoder inputs (B, t): start token, then labels[:, :-1] (-100 as padding)."""
-        shifted = labels.new_full(labels.shape, self.config.decoder_start_token_id)
+        start, pad = self.config.decoder_start_token_id, self.config.pad_token_id
+        if start is None or pad is None:
+            raise ValueError("shifting labels into decoder inputs needs decoder_start_token_id and pad_token_id in "
+                             "the config; set them, or give decoder_input_ids")
+        shifted = labels.new_full(labels.shape, start)
         shifted[:, 1:] = labels[:, :-1]
-        return shifted.masked_fill(shifted == IGNORE_INDEX, self.config.pad_token_id)
+        return shifted.masked_fill(shifted == IGNORE_INDEX, pad)
 
+    @deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")  # its former name in HF
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
                 decoder_input_ids: Tensor | None = None, decoder_attention_mask: Tensor | None = None,
                 *, encoder_outputs=None, labels: Tensor | None = None, cache: Cache | None = None,
-                use_cache: bool | None = None, return_dict: bool | None = None,
-                num_items_in_batch: Tensor | int | None = None, **kwargs) -> Seq2SeqLMOutput:
+                use_cache: bool | None = None, inputs_embeds: Tensor | None = None,
+                decoder_inputs_embeds: Tensor | None = None, output_attentions: bool | None = None,
+                output_hidden_states: bool | None = None, return_dict: bool | None = None,
+                num_items_in_batch: Tensor | int | None = None, **kwargs) -> Seq2SeqLMOutput | tuple:
+        """``inputs_embeds`` (B, s, d) / ``decoder_inputs_embeds`` (B, t, d): rows of the token
+        embeddings instead of ``input_ids`` / ``decoder_input_ids``."""
+        attentions, hidden, return_dict = self._outputs(output_attentions, output_hidden_states, return_dict)
         if encoder_outputs is None:
-            if input_ids is None:
-                raise ValueError("give input_ids (the source) or encoder_outputs")
-            encoder_outputs = self.get_encoder()(input_ids, attention_mask)
+            if input_ids is None and inputs_embeds is None:
+                raise ValueError("give input_ids (the source), inputs_embeds or encoder_outputs")
+            encoder_outputs = self.get_encoder()(input_ids, attention_mask, inputs_embeds=inputs_embeds,
+                                                 output_attentions=attentions, output_hidden_states=hidden,
+                                                 return_dict=True)
+        elif not isinstance(encoder_outputs, BaseModelOutput):  # a tuple: (memory, hidden states, attentions)
+            encoder_outputs = BaseModelOutput(*encoder_outputs)
         memory = encoder_outputs[0]
         src_pad = padding_mask(attention_mask, memory.shape[1]) if attention_mask is not None else None
         if src_pad is not None and attention_mask.shape[1] != memory.shape[1]:  # the source was truncated
             src_pad = padding_mask(attention_mask[:, : memory.shape[1]], memory.shape[1])
-        if decoder_input_ids is None:
+        if decoder_input_ids is None and decoder_inputs_embeds is None:
             if labels is None:
-                raise ValueError("give decoder_input_ids or labels (shifted right into decoder inputs)")
+                raise ValueError("give decoder_input_ids, decoder_inputs_embeds or labels (shifted right into "
+                                 "decoder inputs)")
             decoder_input_ids = self.shift_right(labels)
+        t = _one_input(decoder_input_ids, decoder_inputs_embeds, "decoder_input_ids")
         cache, states = self._cache_states(cache, use_cache)
-        tgt_pad = padding_mask(decoder_attention_mask, decoder_input_ids.shape[1])
-        logits = self.model.decode(decoder_input_ids, memory, src_pad, tgt_pad, states)
+        tgt_pad = padding_mask(decoder_attention_mask, t)
+        with record(self.model, hidden, attentions) as seen:
+            logits = self.model.decode(decoder_input_ids, memory, src_pad, tgt_pad, states,
+                                       inputs_embeds=decoder_inputs_embeds)
         loss = None if labels is None else token_loss(logits, labels, num_items_in_batch)
-        return Seq2SeqLMOutput(loss=loss, logits=logits, cache=cache, encoder_last_hidden_state=memory)
+        output = Seq2SeqLMOutput(loss=loss, logits=logits, cache=cache,
+                                 decoder_hidden_states=_states(seen.hidden_states, "decoder"),
+                                 decoder_attentions=_states(seen.attentions, "decoder"),
+                                 cross_attentions=_states(seen.attentions, "cross"),
+                                 encoder_last_hidden_state=memory,
+                                 encoder_hidden_states=encoder_outputs.hidden_states,
+                                 encoder_attentions=encoder_outputs.attentions)
+        return _returned(output, return_dict)
 
 
 # ---------------------------------------------------------------------- classification
+PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
+
+
 class SynthesizerForSequenceClassification(SynthesizerPreTrainedModel):
     """Encoder classifier: input_ids (B, n) (pairs: ``token_type_ids`` 0/1) -> logits (B, num_labels);
-    ``num_labels=1`` regresses, logits (B, 1). ``labels``: class ids (B,), or targets (B,) for regression."""
+    ``num_labels=1`` regresses, logits (B, 1). The loss of ``labels`` follows ``config.problem_type``
+    as HF's classifiers do: ``"regression"`` (MSE; targets (B,) or (B, num_labels)),
+    ``"single_label_classification"`` (cross-entropy; class ids (B,)), ``"multi_label_classification"``
+    (binary cross-entropy with logits; 0/1 targets (B, num_labels)); unset, it is read from
+    ``num_labels`` and the labels' dtype (integer class ids: single label, floats: multi-label)."""
 
     def __init__(self, config: SynthesizerConfig):
         super().__init__(config)
@@ -414,19 +684,52 @@ class SynthesizerForSequenceClassification(SynthesizerPreTrainedModel):
     def get_input_embeddings(self) -> nn.Embedding:
         return self.model.embed.token
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
-                labels: Tensor | None = None, return_dict: bool | None = None,
-                **kwargs) -> SequenceClassifierOutput:
-        out = self.model(input_ids, padding_mask(attention_mask, input_ids.shape[1]), token_type_ids)
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.model.embed.token = value
+
+    def problem_type(self, labels: Tensor) -> str:
+        """``config.problem_type``, or the one ``num_labels`` and the labels' dtype imply."""
+        problem = self.config.problem_type
+        if problem is None:
+            if self.config.num_labels == 1:
+                problem = "regression"
+            elif labels.dtype in (torch.long, torch.int):
+                problem = "single_label_classification"
+            else:
+                problem = "multi_label_classification"
+        if problem not in PROBLEM_TYPES:
+            raise ValueError(f"problem_type={problem!r} is not allowed; allowed values: {', '.join(PROBLEM_TYPES)}")
+        return problem
+
+    def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                token_type_ids: Tensor | None = None, labels: Tensor | None = None,
+                inputs_embeds: Tensor | None = None, output_attentions: bool | None = None,
+                output_hidden_states: bool | None = None, return_dict: bool | None = None,
+                **kwargs) -> SequenceClassifierOutput | tuple:
+        """``inputs_embeds`` (B, n, d): rows of the token embeddings instead of ``input_ids``."""
+        attentions, hidden, return_dict = self._outputs(output_attentions, output_hidden_states, return_dict)
+        n = _one_input(input_ids, inputs_embeds)
+        with record(self.model, hidden, attentions) as seen:
+            out = self.model(input_ids, padding_mask(attention_mask, n), token_type_ids, inputs_embeds=inputs_embeds)
         logits = out.unsqueeze(-1) if out.dim() == 1 else out  # a regressor's scores (B,) as (B, 1)
         loss = None
         if labels is not None:
-            if self.config.num_labels == 1:
-                loss = F.mse_loss(logits.squeeze(-1).float(), labels.to(logits.device).float())
+            labels = labels.to(logits.device)
+            problem = self.problem_type(labels)
+            if problem == "regression":
+                scores = logits.squeeze(-1) if self.config.num_labels == 1 else logits
+                loss = F.mse_loss(scores.float(), labels.float().reshape(scores.shape))
+            elif problem == "single_label_classification":
+                loss = F.cross_entropy(logits.float().reshape(-1, self.config.num_labels), labels.long().reshape(-1),
+                                       ignore_index=IGNORE_INDEX)
             else:
-                loss = F.cross_entropy(logits.float(), labels.to(logits.device).long(), ignore_index=IGNORE_INDEX)
-        return SequenceClassifierOutput(loss=loss, logits=logits)
+                loss = F.binary_cross_entropy_with_logits(logits.float(), labels.float())
+        output = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=_states(seen.hidden_states, "blocks"),
+                                          attentions=_states(seen.attentions, "blocks"))
+        return _returned(output, return_dict)
 
 
-__all__ = ["SynthesizerCache", "SynthesizerCacheLayer", "SynthesizerForCausalLM", "SynthesizerForSeq2SeqLM",
-           "SynthesizerForSequenceClassification", "SynthesizerModel", "SynthesizerPreTrainedModel"]
+__all__ = ["CheckpointedDecoderBlock", "CheckpointedEncoderBlock", "SynthesizerCache", "SynthesizerCacheLayer",
+           "SynthesizerEncoderModel", "SynthesizerForCausalLM", "SynthesizerForSeq2SeqLM",
+           "SynthesizerForSequenceClassification",
+           "SynthesizerModel", "SynthesizerPreTrainedModel"]

@@ -9,6 +9,7 @@ from .classifier import Classifier
 from .config import ModelConfig
 from .generation import BeamOutput, GenerationOutput, beam_search, generate
 from .lm import LanguageModel
+from .record import Recording, record
 from .seq2seq import EncoderDecoder
 
 MODEL_FAMILIES = {"lm": LanguageModel, "seq2seq": EncoderDecoder, "classifier": Classifier}
@@ -22,4 +23,4 @@ def build_model(task_family: str, config: ModelConfig) -> nn.Module:
 
 
 __all__ = ["BeamOutput", "Classifier", "EncoderDecoder", "GenerationOutput", "LanguageModel", "MODEL_FAMILIES",
-           "ModelConfig", "beam_search", "build_model", "format_param_counts", "generate"]
+           "ModelConfig", "Recording", "beam_search", "build_model", "format_param_counts", "generate", "record"]

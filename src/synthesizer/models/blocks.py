@@ -72,19 +72,21 @@ class Embeddings(nn.Module):
         if self.sinusoid is not None:
             self.sinusoid.copy_(sinusoidal_table(*self.sinusoid.shape).to(self.sinusoid.device, self.sinusoid.dtype))
 
-    def forward(self, ids: Tensor, start: int = 0, segment_ids: Tensor | None = None,
-                positions: Tensor | None = None) -> Tensor:
+    def forward(self, ids: Tensor | None, start: int = 0, segment_ids: Tensor | None = None, *,
+                positions: Tensor | None = None, token_embeds: Tensor | None = None) -> Tensor:
         """``positions`` (B, t): each token's own position (left padding, packed documents), instead of
-        start..start+t-1."""
-        x = self.token(ids) * self.token_scale
+        start..start+t-1. ``token_embeds`` (B, t, d): rows of the token table given instead of ``ids``
+        (HF's ``inputs_embeds``); they are scaled and get positions as looked-up ones do."""
+        tokens = self.token(ids) if token_embeds is None else token_embeds
+        x = tokens * self.token_scale
         if self.position is not None or self.sinusoid is not None:
-            pos = positions if positions is not None else torch.arange(start, start + ids.shape[1], device=ids.device)
+            pos = positions if positions is not None else torch.arange(start, start + tokens.shape[1], device=tokens.device)
             x = x + (self.position(pos) if self.position is not None else self.sinusoid[pos])
         if segment_ids is not None:
             if self.segment is None:
                 raise ValueError("segment_ids given to a model built without segment embeddings")
-            if segment_ids.shape != ids.shape:
-                raise ValueError(f"segment_ids must have the shape of input_ids {tuple(ids.shape)}, got {tuple(segment_ids.shape)}")
+            if segment_ids.shape != tokens.shape[:2]:
+                raise ValueError(f"segment_ids must have the shape of input_ids {tuple(tokens.shape[:2])}, got {tuple(segment_ids.shape)}")
             x = x + self.segment(segment_ids)
         return self.drop(x)
 
@@ -201,6 +203,10 @@ class DecoderLayerCache(DecodingState):
     def reorder(self, index: Tensor) -> None:
         self.self_attn.reorder(index)
         self.cross.reorder(index)
+
+    def crop(self, length: int) -> None:
+        """Keep the first ``length`` target positions (the projected memory stays)."""
+        self.self_attn.crop(length)
 
 
 class DecoderBlock(nn.Module):

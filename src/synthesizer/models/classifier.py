@@ -28,13 +28,10 @@ class Classifier(nn.Module):
         self.drop = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.d_model, config.n_classes)
 
-    def forward(self, input_ids: Tensor, padding_mask: Tensor | None = None, segment_ids: Tensor | None = None) -> Tensor:
-        input_ids, padding_mask, segment_ids = fit_length(self.config, input_ids, padding_mask, segment_ids)
-        x = self.embed(input_ids, segment_ids=segment_ids)
-        bias = bias_for(self.position_bias, 0, input_ids.shape[1])
-        for block in self.blocks:
-            x = block(x, padding_mask, None, bias)
-        x = self.ln_f(x)
+    def forward(self, input_ids: Tensor | None, padding_mask: Tensor | None = None, segment_ids: Tensor | None = None, *,
+                inputs_embeds: Tensor | None = None) -> Tensor:
+        """``inputs_embeds`` (B, n, d): token embeddings (rows of ``embed.token``) instead of ``input_ids``."""
+        x, padding_mask = self.encode(input_ids, padding_mask, segment_ids, inputs_embeds=inputs_embeds)
         if self.config.pooling == "first":
             pooled = x[:, 0]
         elif padding_mask is None:
@@ -44,6 +41,21 @@ class Classifier(nn.Module):
             pooled = (x * keep).sum(dim=1) / keep.sum(dim=1).clamp_min(1.0)
         out = self.head(self.drop(pooled))
         return out.squeeze(-1) if self.config.n_classes == 1 else out
+
+    def encode(self, input_ids: Tensor | None, padding_mask: Tensor | None = None, segment_ids: Tensor | None = None,
+               *, inputs_embeds: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """The final hidden states (B, n, d), after the last LayerNorm (the forward without pooling and
+        head), and the padding mask cut as the input was (``on_too_long="truncate"``)."""
+        if inputs_embeds is not None:
+            _, padding_mask, segment_ids, inputs_embeds = fit_length(self.config, inputs_embeds[..., 0], padding_mask,
+                                                                     segment_ids, inputs_embeds)
+        else:
+            input_ids, padding_mask, segment_ids = fit_length(self.config, input_ids, padding_mask, segment_ids)
+        x = self.embed(input_ids, segment_ids=segment_ids, token_embeds=inputs_embeds)
+        bias = bias_for(self.position_bias, 0, x.shape[1])
+        for block in self.blocks:
+            x = block(x, padding_mask, None, bias)
+        return self.ln_f(x), padding_mask
 
     def load_encoder(self, source: nn.Module) -> None:
         """Copy the encoder of an encoder-decoder ``source`` (``models/seq2seq.py``) into this classifier:

@@ -35,19 +35,27 @@ class LanguageModel(nn.Module):
         """One empty decoding cache per layer, each of its layer's kind (values only without vanilla)."""
         return [block.attn.new_cache() for block in self.blocks]
 
-    def forward(self, input_ids: Tensor, padding_mask: Tensor | None = None, caches: list | None = None,
-                positions: Tensor | None = None) -> Tensor:
+    def forward(self, input_ids: Tensor | None, padding_mask: Tensor | None = None, caches: list | None = None, *,
+                positions: Tensor | None = None, inputs_embeds: Tensor | None = None) -> Tensor:
         """Next-token logits (B, n, vocab)."""
-        return self.head(self.hidden_states(input_ids, padding_mask, caches, positions))
+        return self.head(self.hidden_states(input_ids, padding_mask, caches, positions=positions,
+                                            inputs_embeds=inputs_embeds))
 
-    def hidden_states(self, input_ids: Tensor, padding_mask: Tensor | None = None,
-                      caches: list | None = None, positions: Tensor | None = None) -> Tensor:
-        """The final hidden states (B, n, d), after the last LayerNorm: the forward without its head."""
+    def hidden_states(self, input_ids: Tensor | None, padding_mask: Tensor | None = None,
+                      caches: list | None = None, *, positions: Tensor | None = None,
+                      inputs_embeds: Tensor | None = None) -> Tensor:
+        """The final hidden states (B, n, d), after the last LayerNorm: the forward without its head.
+        ``inputs_embeds`` (B, n, d): token embeddings (rows of ``embed.token``) instead of ``input_ids``."""
         start = caches[0].length if caches else 0
-        input_ids, padding_mask, positions = fit_length(self.config, input_ids, padding_mask, positions, start=start)
-        positions = token_positions(positions, caches, input_ids.shape[1])
-        x = self.embed(input_ids, start, positions=positions)
-        bias = bias_for(self.position_bias, start, input_ids.shape[1], positions, cached_positions(caches))
+        if inputs_embeds is not None:
+            _, padding_mask, positions, inputs_embeds = fit_length(self.config, inputs_embeds[..., 0], padding_mask,
+                                                                   positions, inputs_embeds, start=start)
+        else:
+            input_ids, padding_mask, positions = fit_length(self.config, input_ids, padding_mask, positions, start=start)
+        n = (input_ids if inputs_embeds is None else inputs_embeds).shape[1]
+        positions = token_positions(positions, caches, n)
+        x = self.embed(input_ids, start, positions=positions, token_embeds=inputs_embeds)
+        bias = bias_for(self.position_bias, start, n, positions, cached_positions(caches))
         for i, block in enumerate(self.blocks):
             x = block(x, padding_mask, None if caches is None else caches[i], bias, positions)
         return self.ln_f(x)

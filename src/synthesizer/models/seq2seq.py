@@ -37,11 +37,17 @@ class EncoderDecoder(nn.Module):
             self.tgt_embed.token.weight = self.src_embed.token.weight
             self.head.weight = self.src_embed.token.weight
 
-    def encode(self, src_ids: Tensor, src_padding_mask: Tensor | None = None) -> Tensor:
-        """src_ids (B, s) -> memory (B, s, d)."""
-        src_ids, src_padding_mask = fit_length(self.config, src_ids, src_padding_mask, what="source")
-        x = self.src_embed(src_ids)
-        bias = bias_for(self.encoder_position_bias, 0, src_ids.shape[1])
+    def encode(self, src_ids: Tensor | None, src_padding_mask: Tensor | None = None, *,
+               inputs_embeds: Tensor | None = None) -> Tensor:
+        """src_ids (B, s) -> memory (B, s, d); or ``inputs_embeds`` (B, s, d), token embeddings (rows of
+        ``src_embed.token``) instead of the ids."""
+        if inputs_embeds is not None:
+            _, src_padding_mask, inputs_embeds = fit_length(self.config, inputs_embeds[..., 0], src_padding_mask,
+                                                            inputs_embeds, what="source")
+        else:
+            src_ids, src_padding_mask = fit_length(self.config, src_ids, src_padding_mask, what="source")
+        x = self.src_embed(src_ids, token_embeds=inputs_embeds)
+        bias = bias_for(self.encoder_position_bias, 0, x.shape[1])
         for block in self.encoder:
             x = block(x, src_padding_mask, None, bias)
         return self.ln_enc(x)
@@ -50,14 +56,20 @@ class EncoderDecoder(nn.Module):
         """One empty decoding cache per decoder layer (the memory's K/V are filled on first use)."""
         return [block.new_cache() for block in self.decoder]
 
-    def decode(self, tgt_ids: Tensor, memory: Tensor | None, memory_padding_mask: Tensor | None = None,
-               tgt_padding_mask: Tensor | None = None, caches: list[DecoderLayerCache] | None = None) -> Tensor:
+    def decode(self, tgt_ids: Tensor | None, memory: Tensor | None, memory_padding_mask: Tensor | None = None,
+               tgt_padding_mask: Tensor | None = None, caches: list[DecoderLayerCache] | None = None, *,
+               inputs_embeds: Tensor | None = None) -> Tensor:
         """tgt_ids (B, t) -> logits (B, t, V). With ``caches``, tgt_ids are the next positions and
-        ``memory`` may be None once the caches hold its keys and values."""
+        ``memory`` may be None once the caches hold its keys and values. ``inputs_embeds`` (B, t, d):
+        token embeddings (rows of ``tgt_embed.token``) instead of ``tgt_ids``."""
         start = caches[0].length if caches else 0
-        tgt_ids, tgt_padding_mask = fit_length(self.config, tgt_ids, tgt_padding_mask, start=start, what="target")
-        x = self.tgt_embed(tgt_ids, start)
-        bias = bias_for(self.decoder_position_bias, start, tgt_ids.shape[1])
+        if inputs_embeds is not None:
+            _, tgt_padding_mask, inputs_embeds = fit_length(self.config, inputs_embeds[..., 0], tgt_padding_mask,
+                                                            inputs_embeds, start=start, what="target")
+        else:
+            tgt_ids, tgt_padding_mask = fit_length(self.config, tgt_ids, tgt_padding_mask, start=start, what="target")
+        x = self.tgt_embed(tgt_ids, start, token_embeds=inputs_embeds)
+        bias = bias_for(self.decoder_position_bias, start, x.shape[1])
         for i, block in enumerate(self.decoder):
             x = block(x, memory, memory_padding_mask, tgt_padding_mask, None if caches is None else caches[i], start,
                       bias)
