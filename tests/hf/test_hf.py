@@ -274,18 +274,42 @@ def test_seq2seq_generate_greedy_and_beam_equal_the_projects_with_source_padding
                                    length_penalty=0.0).best())
 
 
-def test_left_padding_is_refused_in_one_line():
-    model = tiny(H.SynthesizerForCausalLM, "random")
+def test_left_padding_of_an_encoder_is_refused_in_one_line():
+    model = tiny(H.SynthesizerForSequenceClassification, "random")
     mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
     with pytest.raises(ValueError, match="put the padding on the right"):
         model(torch.randint(3, 50, (2, 3)), attention_mask=mask)
 
 
-def test_generate_with_prompts_of_unequal_length_says_so():
-    """Right padding is fine for a forward pass, but generate appends after it: prompts must be equal."""
+@pytest.mark.parametrize("kind", ["random", "dense", "random+vanilla", "vanilla"])
+def test_left_padded_prompts_generate_row_by_row_what_each_prompt_generates_alone(kind):
+    """Prompts of different lengths, left-padded: each row's positions count from its first real token
+    (derived from the mask, or given as position_ids), so every row generates what its prompt alone does."""
+    model = tiny(H.SynthesizerForCausalLM, kind)
+    prompts = [[5, 6, 7, 8, 9], [10, 11], [12, 13, 14]]
+    n = max(map(len, prompts))
+    ids = torch.tensor([[0] * (n - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (n - len(p)) + [1] * len(p) for p in prompts])
+    batched = model.generate(ids, attention_mask=mask, max_new_tokens=6, do_sample=False, pad_token_id=0,
+                             eos_token_id=None, output_scores=True, return_dict_in_generate=True)
+    for row, prompt in enumerate(prompts):
+        alone = model.generate(torch.tensor([prompt]), max_new_tokens=6, do_sample=False, pad_token_id=0,
+                               eos_token_id=None, output_scores=True, return_dict_in_generate=True)
+        assert batched.sequences[row, n:].tolist() == alone.sequences[0, len(prompt):].tolist()
+        for step_batched, step_alone in zip(batched.scores, alone.scores):
+            torch.testing.assert_close(step_batched[row], step_alone[0], rtol=1e-4, atol=1e-4)
+    # a forward pass of the left-padded batch, with its positions given or derived from the mask alike
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    derived = model(ids, attention_mask=mask).logits
+    torch.testing.assert_close(model(ids, attention_mask=mask, position_ids=positions).logits, derived)
+    torch.testing.assert_close(derived[1, 3:], model(torch.tensor([prompts[1]])).logits[0])
+
+
+def test_generate_with_right_padded_prompts_says_so():
+    """Right padding is fine for a forward pass, but generate appends after it: pad prompts on the left."""
     model = tiny(H.SynthesizerForCausalLM, "random")
     mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
-    with pytest.raises(ValueError, match=r"^prompts given to generate must have the same length"):
+    with pytest.raises(ValueError, match=r"^prompts of different lengths go to generate left-padded"):
         model.generate(torch.randint(3, 50, (2, 4)), attention_mask=mask, max_new_tokens=3)
     full = torch.ones(2, 4, dtype=torch.long)  # a mask without padding is fine
     assert model.generate(torch.randint(3, 50, (2, 4)), attention_mask=full, max_new_tokens=3).shape == (2, 7)
@@ -508,3 +532,17 @@ def test_export_without_the_extra_names_it_in_one_line(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "needs the 'hf' extra (missing module 'transformers')" in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["random", "dense+vanilla"])
+def test_a_left_padded_source_generates_what_the_source_alone_generates(kind):
+    model = tiny(H.SynthesizerForSeq2SeqLM, kind)
+    src = torch.tensor([[5, 6, 7, 8]])
+    padded = torch.tensor([[0, 0, 5, 6, 7, 8]])
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1]])
+    alone = model.generate(src, max_new_tokens=6, do_sample=False)
+    left = model.generate(padded, attention_mask=mask, max_new_tokens=6, do_sample=False)
+    assert left.tolist() == alone.tolist()
+    with pytest.raises(ValueError, match="needs vanilla cross-attention"):
+        tiny(H.SynthesizerForSeq2SeqLM, kind, cross_attention="random").generate(padded, attention_mask=mask,
+                                                                                 max_new_tokens=2)

@@ -142,21 +142,46 @@ class SynthesizerCache(Cache):
 
 
 # ---------------------------------------------------------------------- shared helpers
-def padding_mask(attention_mask: Tensor | None, length: int) -> Tensor | None:
+def padding_mask(attention_mask: Tensor | None, length: int, positions: Tensor | None = None) -> Tensor | None:
     """HF's ``attention_mask`` (B, n_total), 1 = keep, -> the project's (B, length) bool, True = padding,
     for the last ``length`` positions (the new ones when a cache holds the rest); None when nothing is
-    padded (in eager calls; traced ones always get the mask). ValueError when a row has padding before a
-    real token (left padding; checked in eager calls, not under torch.compile/export)."""
+    padded (in eager calls; traced ones always get the mask). Without per-token ``positions``, ValueError
+    when a row has padding before a real token (left padding needs each row's own positions: see
+    :func:`token_positions`; checked in eager calls, not under torch.compile/export)."""
     if attention_mask is None:
         return None
     if attention_mask.dim() != 2:
         raise ValueError(f"attention_mask must have shape (batch, seq), got {tuple(attention_mask.shape)}")
     keep = attention_mask.bool()
-    check_right_padded(~keep, "attention_mask")  # an eager call only: under torch.compile/export it is skipped
+    if positions is None:
+        check_right_padded(~keep, "attention_mask")  # an eager call only: under torch.compile/export it is skipped
     pad = ~keep[:, -length:] if length else ~keep[:, :0]
     if torch.compiler.is_compiling():
         return pad  # no branch on the mask's values: export and compile trace one graph for every mask
     return pad if bool(pad.any()) else None
+
+
+def token_positions(attention_mask: Tensor | None, position_ids: Tensor | None, length: int,
+                    start: int) -> Tensor | None:
+    """The positions of the last ``length`` tokens (B, length) when they are not ``start..start+length-1``:
+    ``position_ids`` as given, or, for a left-padded ``attention_mask`` (a row's padding before its
+    tokens), each row counted from its first real token, as HF's models count them; None otherwise, so
+    that the usual batch-shared positions (and the fast kernels) serve. Under torch.compile/export the
+    mask is not read (no branch on data): pass ``position_ids`` there for left-padded rows."""
+    if position_ids is not None:
+        positions = position_ids[:, -length:].long()
+    elif attention_mask is None or torch.compiler.is_compiling():
+        return None
+    else:
+        keep = attention_mask.bool()
+        if not bool((~keep[:, :-1] & keep[:, 1:]).any()):  # no padding before a real token
+            return None
+        positions = (keep.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]
+    if not torch.compiler.is_compiling():
+        default = torch.arange(start, start + length, device=positions.device)
+        if positions.shape[1] == length and bool((positions == default).all()):
+            return None
+    return positions
 
 
 def check_generation(model: "SynthesizerPreTrainedModel", inputs: Tensor | None, generation_config, kwargs: dict) -> None:
@@ -170,11 +195,10 @@ def check_generation(model: "SynthesizerPreTrainedModel", inputs: Tensor | None,
     mask = kwargs.get("attention_mask")
     if decoder_only and mask is not None:
         pad = ~mask.bool()
-        check_right_padded(pad, "attention_mask")
-        if bool(pad.any()):
-            raise ValueError("prompts given to generate must have the same length: it appends after the last "
-                             "position of every row, so a right-padded prompt would have padding before its new "
-                             "tokens; generate prompts of each length in a batch of their own")
+        if bool((pad[:, 1:] & ~pad[:, :-1]).any()):  # padding after a real token: right padding
+            raise ValueError("prompts of different lengths go to generate left-padded (the tokenizer's "
+                             "padding_side='left'): it appends after the last position of every row, so a "
+                             "right-padded prompt would have padding before its new tokens")
     config = generation_config if generation_config is not None else model.generation_config
     new_tokens = kwargs.get("max_new_tokens", getattr(config, "max_new_tokens", None))
     if new_tokens is None and "max_length" not in kwargs and generation_config is None:
@@ -431,13 +455,17 @@ class SynthesizerModel(SynthesizerPreTrainedModel):
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, cache: Cache | None = None,
                 use_cache: bool | None = None, inputs_embeds: Tensor | None = None,
                 output_attentions: bool | None = None, output_hidden_states: bool | None = None,
-                return_dict: bool | None = None, **kwargs) -> BaseModelOutputWithPast | tuple:
-        """``inputs_embeds`` (B, n, d): rows of the token embeddings instead of ``input_ids``."""
+                return_dict: bool | None = None, position_ids: Tensor | None = None,
+                **kwargs) -> BaseModelOutputWithPast | tuple:
+        """``inputs_embeds`` (B, n, d): rows of the token embeddings instead of ``input_ids``;
+        ``position_ids`` (B, n), or a left-padded ``attention_mask``: each row's own positions."""
         attentions, hidden, return_dict = self._outputs(output_attentions, output_hidden_states, return_dict)
         n = _one_input(input_ids, inputs_embeds)
         cache, states = self._cache_states(cache, use_cache)
+        positions = token_positions(attention_mask, position_ids, n, states[0].length if states else 0)
         with record(self.model, hidden, attentions) as seen:
-            last = self.model.hidden_states(input_ids, padding_mask(attention_mask, n), states, inputs_embeds=inputs_embeds)
+            last = self.model.hidden_states(input_ids, padding_mask(attention_mask, n, positions), states,
+                                            positions=positions, inputs_embeds=inputs_embeds)
         output = BaseModelOutputWithPast(last_hidden_state=last, cache=cache,
                                          hidden_states=_states(seen.hidden_states, "blocks"),
                                          attentions=_states(seen.attentions, "blocks"))
@@ -514,15 +542,18 @@ class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
                 inputs_embeds: Tensor | None = None, output_attentions: bool | None = None,
                 output_hidden_states: bool | None = None, return_dict: bool | None = None,
                 num_items_in_batch: Tensor | int | None = None, shift_labels: Tensor | None = None,
-                **kwargs) -> CausalLMOutputWithPast | tuple:
-        """``position_ids`` and other HF extras are accepted and unused: positions are absolute,
-        counted from what the cache holds. ``inputs_embeds`` (B, n, d): rows of the token embeddings
-        instead of ``input_ids``."""
+                position_ids: Tensor | None = None, **kwargs) -> CausalLMOutputWithPast | tuple:
+        """``position_ids`` (B, n), or a left-padded ``attention_mask``: each row's own positions (a batch
+        of prompts of different lengths, left-padded, generates what each prompt generates alone); without
+        them, positions count on from what the cache holds. ``inputs_embeds`` (B, n, d): rows of the
+        token embeddings instead of ``input_ids``."""
         attentions, hidden, return_dict = self._outputs(output_attentions, output_hidden_states, return_dict)
         n = _one_input(input_ids, inputs_embeds)
         cache, states = self._cache_states(cache, use_cache)
+        positions = token_positions(attention_mask, position_ids, n, states[0].length if states else 0)
         with record(self.model, hidden, attentions) as seen:
-            logits = self.model(input_ids, padding_mask(attention_mask, n), states, inputs_embeds=inputs_embeds)
+            logits = self.model(input_ids, padding_mask(attention_mask, n, positions), states, positions=positions,
+                                inputs_embeds=inputs_embeds)
         loss = None
         if shift_labels is not None:
             loss = token_loss(logits, shift_labels, num_items_in_batch)
@@ -551,8 +582,10 @@ class _Encoder:
         owner = self._owner
         attentions, hidden, return_dict = owner._outputs(output_attentions, output_hidden_states, return_dict)
         n = _one_input(input_ids, inputs_embeds)
+        positions = token_positions(attention_mask, kwargs.get("position_ids"), n, 0)  # a left-padded source
         with record(owner.model, hidden, attentions) as seen:
-            memory = owner.model.encode(input_ids, padding_mask(attention_mask, n), inputs_embeds=inputs_embeds)
+            memory = owner.model.encode(input_ids, padding_mask(attention_mask, n, positions), positions=positions,
+                                        inputs_embeds=inputs_embeds)
         output = BaseModelOutput(last_hidden_state=memory, hidden_states=_states(seen.hidden_states, "encoder"),
                                  attentions=_states(seen.attentions, "encoder"))
         return _returned(output, return_dict)
@@ -639,9 +672,9 @@ class SynthesizerForSeq2SeqLM(SynthesizerPreTrainedModel, GenerationMixin):
         elif not isinstance(encoder_outputs, BaseModelOutput):  # a tuple: (memory, hidden states, attentions)
             encoder_outputs = BaseModelOutput(*encoder_outputs)
         memory = encoder_outputs[0]
-        src_pad = padding_mask(attention_mask, memory.shape[1]) if attention_mask is not None else None
-        if src_pad is not None and attention_mask.shape[1] != memory.shape[1]:  # the source was truncated
-            src_pad = padding_mask(attention_mask[:, : memory.shape[1]], memory.shape[1])
+        source = attention_mask if attention_mask is None else attention_mask[:, : memory.shape[1]]  # truncated?
+        # a left-padded source was encoded at its own positions; its padding is only a key mask here
+        src_pad = padding_mask(source, memory.shape[1], token_positions(source, None, memory.shape[1], 0))
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             if labels is None:
                 raise ValueError("give decoder_input_ids, decoder_inputs_embeds or labels (shifted right into "

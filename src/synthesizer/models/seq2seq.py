@@ -38,18 +38,25 @@ class EncoderDecoder(nn.Module):
             self.head.weight = self.src_embed.token.weight
 
     def encode(self, src_ids: Tensor | None, src_padding_mask: Tensor | None = None, *,
-               inputs_embeds: Tensor | None = None) -> Tensor:
+               positions: Tensor | None = None, inputs_embeds: Tensor | None = None) -> Tensor:
         """src_ids (B, s) -> memory (B, s, d); or ``inputs_embeds`` (B, s, d), token embeddings (rows of
-        ``src_embed.token``) instead of the ids."""
+        ``src_embed.token``) instead of the ids. ``positions`` (B, s): each source token's own position
+        (a left-padded source: its tokens from 0), with vanilla cross-attention only (a synthesizer
+        cross-attention indexes its logits by source position)."""
+        if positions is not None and self.config.cross_attention != "vanilla":
+            raise ValueError(f"a source with per-token positions (left-padded) needs vanilla cross-attention; "
+                             f"{self.config.cross_attention!r} cross-attention indexes by source position: put the "
+                             "source's padding on the right")
         if inputs_embeds is not None:
-            _, src_padding_mask, inputs_embeds = fit_length(self.config, inputs_embeds[..., 0], src_padding_mask,
-                                                            inputs_embeds, what="source")
+            _, src_padding_mask, positions, inputs_embeds = fit_length(
+                self.config, inputs_embeds[..., 0], src_padding_mask, positions, inputs_embeds, what="source")
         else:
-            src_ids, src_padding_mask = fit_length(self.config, src_ids, src_padding_mask, what="source")
-        x = self.src_embed(src_ids, token_embeds=inputs_embeds)
-        bias = bias_for(self.encoder_position_bias, 0, x.shape[1])
+            src_ids, src_padding_mask, positions = fit_length(self.config, src_ids, src_padding_mask, positions,
+                                                              what="source")
+        x = self.src_embed(src_ids, positions=positions, token_embeds=inputs_embeds)
+        bias = bias_for(self.encoder_position_bias, 0, x.shape[1], positions)
         for block in self.encoder:
-            x = block(x, src_padding_mask, None, bias)
+            x = block(x, src_padding_mask, None, bias, positions)
         return self.ln_enc(x)
 
     def new_caches(self) -> list[DecoderLayerCache]:
