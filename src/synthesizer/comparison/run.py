@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterator
@@ -148,7 +149,8 @@ class _Session:
         save_results(self.results, self.comparison.out)
 
     def run(self) -> dict:
-        """Train what is left, then (unless interrupted) write the report; returns the results."""
+        """Train what is left, then write the report; returns the results. Stopped by a signal (Ctrl-C, SIGTERM),
+        it saves what finished and raises KeyboardInterrupt."""
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         plan = plan_runs(self.comparison, self.results)
         plan.log_kept(self.comparison.out / FILENAME, self.log)
@@ -164,13 +166,14 @@ class _Session:
         finally:
             elapsed = time.perf_counter() - t0
             self.results["wall_time_s"] = float(self.results.get("wall_time_s") or 0.0) + elapsed
-            self.results["sessions"].append({"started": started.isoformat(timespec="seconds"),
+            self.results["sessions"].append({"id": uuid.uuid4().hex, "started": started.isoformat(timespec="seconds"),
                                              "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                              "wall_time_s": round(elapsed, 1), "code": code_provenance()})
             self.results["rendered_by"] = code_provenance()
             self.save()
-        if finished:
-            self._finish()
+        if not finished:  # a run stopped by a signal: so does the command (a scale study's next widths too)
+            raise KeyboardInterrupt("a run was stopped by a signal")
+        self._finish()
         return self.results
 
     def _train(self, plan: Plan) -> bool:

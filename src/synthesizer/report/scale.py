@@ -35,6 +35,7 @@ from .groups import build_groups
 from .render import Block, write_report
 from .results import FILENAME, describe_code, failed, load_results
 from .tables import Group, Share, fmt_metric, group_key, group_label
+from ..runs.lock import FolderLock
 
 WIDTH_PREFIX = "width-"
 REPORT_FILE = "report.md"
@@ -52,6 +53,24 @@ def width_folders(root: str | Path) -> dict[int, Path]:
     return dict(sorted(found.items()))
 
 
+def recorded_width(results: dict, folder: Path) -> int:
+    """The model width that the runs of a width folder's ``results`` record (their config's ``model.d_model``):
+    what the report states, whatever the folder is called. ValueError where they record none, or several."""
+    widths = {((r.get("config") or {}).get("model") or {}).get("d_model") for r in results["runs"] if not failed(r)}
+    widths.discard(None)
+    if len(widths) != 1 or not all(isinstance(w, int) for w in widths):
+        found = f"the widths {', '.join(map(str, sorted(widths, key=str)))}" if widths else "no model.d_model"
+        raise ValueError(f"{folder / FILENAME}: its runs record {found}; a scale study's width folder holds the "
+                         "finished runs of one width")
+    return widths.pop()
+
+
+def lock_study(root: str | Path) -> FolderLock:
+    """The lock of a scale study's folder, held by the study while it trains and by ``--render`` while it writes
+    the report across widths."""
+    return FolderLock(root, "scale study folder")
+
+
 def is_scale_folder(root: str | Path) -> bool:
     """A scale study's folder: width folders, and no results.json of its own."""
     return not (Path(root) / FILENAME).exists() and bool(width_folders(root))
@@ -62,9 +81,18 @@ class Study:
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
-        self.results = {w: load_results(folder) for w, folder in width_folders(root).items()}
+        self.results: dict[int, dict] = {}
+        self.folders: dict[int, Path] = {}  # each width's folder, found by its name; its width is its runs'
+        for folder in width_folders(root).values():
+            results = load_results(folder)
+            width = recorded_width(results, folder)
+            if width in self.folders:
+                raise ValueError(f"{folder} and {self.folders[width]} both hold runs of width {width} (their records' "
+                                 "model.d_model); a scale study has one folder per width")
+            self.results[width], self.folders[width] = results, folder
         if not self.results:
             raise ValueError(f"{root}: no {WIDTH_PREFIX}W/{FILENAME} folders, so no scale study to report")
+        self.results = dict(sorted(self.results.items()))
         self.widths = list(self.results)
         self.groups: dict[str, dict[int, Group]] = {}
         self.labels: dict[str, str] = {}
@@ -296,7 +324,7 @@ def _header(study: Study) -> list[Block]:
              *[f"command: `{c}`" for c in commands],
              f"trained by: {'; '.join(code) or 'code not recorded'}",
              "each width's own report, with every table, curve and verdict reason: " + ", ".join(
-                 f"[width {w}]({WIDTH_PREFIX}{w}/report.md)" for w in study.widths)]
+                 f"[width {w}]({study.folders[w].name}/report.md)" for w in study.widths)]
     return [("h1", f"Synthesizer scale study: {', '.join(first.get('presets') or ['runs'])}"), ("list", items),
             ("p", f"What is measured: the widths listed, each trained for the same number of tokens. Nothing here "
                   f"says what happens beyond the widest width, at other budgets, or at the paper's scale; a trend "
