@@ -16,7 +16,6 @@ run finished) or a checkpoint is refused; with it, a finished run whose checkpoi
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -26,7 +25,8 @@ from ..data.records import Corpus
 from ..data.span_corruption import sentinel_tokens
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
 from ..runs.code import code_provenance
-from ..runs.files import DATA_FILE, EXPERIMENT_FILE, LAST, LINKS, RESULT_FILE, STEP_PREFIX, TOKENIZER_DIR, write_json
+from ..runs.files import (DATA_FILE, EXPERIMENT_FILE, LAST, LINKS, RESULT_FILE, STEP_PREFIX, TOKENIZER_DIR, read_json,
+                          write_json)
 from ..runs.lock import FolderLock
 from ..training import distributed as dist
 from .config import PRETRAIN, ExperimentConfig, flatten_config
@@ -86,13 +86,13 @@ class RunFolder:
         differ = []
         saved = out_dir / EXPERIMENT_FILE
         if saved.exists():
-            before, now = flatten_config(json.loads(saved.read_text())), flatten_config(cfg.to_dict())
+            before, now = flatten_config(read_json(saved)), flatten_config(cfg.to_dict())
             for key in sorted(set(before) | set(now)):
                 if before.get(key) != now.get(key) and not _resumable(key):
                     differ.append(f"{key} ({before.get(key, 'unset')!r} before, {now.get(key, 'unset')!r} now)")
         record = out_dir / DATA_FILE
         if record.exists():
-            saved_data = json.loads(record.read_text())
+            saved_data = read_json(record)
             differ += data_differences(saved_data.get("data", {}), data)
             token_file = out_dir / TOKENIZER_DIR / TOKENIZER_FILE
             expected = (saved_data.get("tokenizer") or {}).get("sha256")
@@ -108,7 +108,7 @@ class RunFolder:
         data = data_provenance(corpus)
         self.check_resume(cfg, data, resume)
         record = self.path / DATA_FILE
-        saved = json.loads(record.read_text()) if resume and record.exists() else {}
+        saved = read_json(record) if resume and record.exists() else {}
         # the code of the run's first start; a resume with other code is recorded beside it
         code, now = saved.get("code") or code_provenance(), code_provenance()
         provenance = {"data": data, "tokenizer": saved.get("tokenizer"), "code": code}
