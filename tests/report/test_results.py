@@ -210,3 +210,11 @@ def test_merging_counts_each_run_and_session_once_and_keeps_every_other_key():
         assert [s["id"] for s in merged["sessions"]] == (["s1"] if expected == 100.0 else ["s1", "s2"])
         assert len(merged["runs"]) == (1 if expected == 100.0 else 2) and merged["commands"] == ["a"]
         assert merged["lead"] == [["diag-mqar", "vanilla", "lookup"]] and merged["future_field"] == {"x": 1}
+
+
+def test_a_results_index_that_is_not_utf8_is_named(tmp_path):
+    from synthesizer.report.index import write_index
+
+    (tmp_path / "README.md").write_bytes(b"# Results \xff\n")
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'README.md'}: not UTF-8 text")):
+        write_index(tmp_path)
