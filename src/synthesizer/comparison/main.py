@@ -24,10 +24,12 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..errors import check_out_dir
 from .presets import DEFAULT_KINDS, PRESETS, SIZES
 from ..report.index import write_index
-from ..report.results import FILENAME, load_results, lock_comparison, results_folder
-from ..report.scale import is_scale_folder, lock_study, width_folders, write_scale_report
+from ..report.results import FILENAME, load_results, results_folder
+from ..report.scale import is_scale_folder, width_folders, write_scale_report
+from ..runs.lock import comparison_lock, study_lock
 from ..runs.code import code_provenance
 from ..report.summary import render, write_and_print
 from .command import plan_commands
@@ -134,7 +136,7 @@ def comparison_folder(option: str, path: str | Path) -> Path:
 def time_comparison(folder: Path, command: str) -> None:
     """``--time DIR``: time the kinds of the comparison in ``folder`` one at a time, then re-render it, holding
     its lock from reading its results.json to writing it back."""
-    with lock_comparison(folder):
+    with comparison_lock(folder):
         results = add_timings(load_results(folder))
         results["rendered_by"] = code_provenance()
         if command not in results["commands"]:
@@ -146,7 +148,7 @@ def render_scale(root: str, out: str | None) -> None:
     """``--render ROOT`` of a scale study: its report across widths, written in ROOT under the study's lock."""
     if out:
         raise ValueError("a scale study's report is written in its own folder: leave out --out")
-    with lock_study(root):
+    with study_lock(root):
         print(f"scale report: {write_scale_report(root)}")
 
 
@@ -168,7 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         if len(args.render) == 1 and is_scale_folder(args.render[0]):  # a scale study: its report across widths
             render_scale(args.render[0], args.out)
             return 0
-        render(args.render, args.out, command=command, rendered_by=code_provenance())
+        out = Path(args.out) if args.out else results_folder(args.render[0])
+        check_out_dir("--out", out)
+        with comparison_lock(out):  # merged and written back under its lock: no compare or --time adds to it meanwhile
+            render(args.render, out, command=command, rendered_by=code_provenance())
         return 0
     options = Options(args.preset, args.size, _split_list(args.kinds), _split_list(args.baselines), args.seeds,
                       args.out, args.steps, tuple(args.overrides), jobs=args.jobs, threads=args.threads,

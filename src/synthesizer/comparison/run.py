@@ -37,7 +37,7 @@ from ..runs.files import group_key
 from ..runs.code import code_provenance
 from ..runs.files import DATA_FILE, LOG_FILE, read_json, window_speed
 from ..runs.plan import PlannedRun
-from ..runs.lock import FolderLock
+from ..runs.lock import comparison_lock
 from .execute import execute, failure, set_threads
 from .pace import Pace
 from .machine import machine_info
@@ -98,7 +98,7 @@ def compare(options: Options, hooks: Hooks) -> dict:
     if widths_of(options):
         return compare_widths(options, hooks, compare)
     comparison = resolve(options, hooks.config_fn, hooks.log)
-    with FolderLock(comparison.out, "comparison folder"):  # held until the report is written
+    with comparison_lock(comparison.out):  # held until the report is written
         return _Session.open(comparison, options, hooks).run()
 
 

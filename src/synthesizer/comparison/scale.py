@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import positive_int
-from ..report.scale import WIDTH_PREFIX, lock_study, write_scale_report
+from ..report.scale import WIDTH_PREFIX, write_scale_report
+from ..runs.lock import study_lock
 from .plan import Options
 from .presets import get_preset
 
@@ -58,7 +59,7 @@ def compare_widths(options: Options, hooks, compare_fn: Callable) -> dict:
     out = study_folder(options)
     out.mkdir(parents=True, exist_ok=True)
     done: dict[int, dict] = {}
-    with lock_study(out):
+    with study_lock(out):
         for seeds in range(1, options.seeds + 1):
             last = seeds == options.seeds
             for width in widths:

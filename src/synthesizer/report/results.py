@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ..runs.files import write_json
-from ..runs.lock import FolderLock
 from . import schema
 
 FORMAT = 1
@@ -222,12 +221,6 @@ def results_folder(path: str | os.PathLike) -> Path:
     """The comparison folder of ``path``: the folder itself, or the one holding it where it is a results.json."""
     path = Path(path)
     return path.parent if path.name == FILENAME and path.is_file() else path
-
-
-def lock_comparison(folder: str | os.PathLike) -> FolderLock:
-    """The lock every command that writes a comparison folder (its results.json and report) holds from reading
-    the folder's results.json to writing it back, so that none writes back a copy another has changed since."""
-    return FolderLock(folder, "comparison folder")
 
 
 # results.json's fields that merge_results combines; any other key is copied, a later part's winning

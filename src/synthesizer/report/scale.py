@@ -35,7 +35,6 @@ from .groups import build_groups
 from .render import Block, write_report
 from .results import FILENAME, describe_code, failed, load_results
 from .tables import Group, Share, fmt_metric, group_key, group_label
-from ..runs.lock import FolderLock
 
 WIDTH_PREFIX = "width-"
 REPORT_FILE = "report.md"
@@ -63,12 +62,6 @@ def recorded_width(results: dict, folder: Path) -> int:
         raise ValueError(f"{folder / FILENAME}: its runs record {found}; a scale study's width folder holds the "
                          "finished runs of one width")
     return widths.pop()
-
-
-def lock_study(root: str | Path) -> FolderLock:
-    """The lock of a scale study's folder, held by the study while it trains and by ``--render`` while it writes
-    the report across widths."""
-    return FolderLock(root, "scale study folder")
 
 
 def is_scale_folder(root: str | Path) -> bool:
