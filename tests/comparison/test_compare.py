@@ -681,3 +681,17 @@ def test_ctrl_c_of_a_one_job_comparison_after_a_run_finished_exits_130_with_what
     assert stop.value.code == 130 and captured.err.splitlines()[-1] == "synthesizer compare: interrupted"
     assert "report:" not in captured.out and not (tmp_path / "report.md").exists()
     assert [r["attention"] for r in load_results(tmp_path)["runs"]] == ["vanilla"]
+
+
+def test_render_keeps_the_lead_and_counts_a_folder_merged_with_itself_once(tmp_path, monkeypatch):
+    import json
+
+    no_plots(monkeypatch)
+    run(tmp_path / "a", FakeRunner(), heatmaps=False)
+    saved = json.loads((tmp_path / "a" / "results.json").read_text())
+    saved["lead"] = [["sotu", "vanilla", "what it shows"]]  # as the demo preset records it
+    (tmp_path / "a" / "results.json").write_text(json.dumps(saved))
+    main(["--render", str(tmp_path / "a"), str(tmp_path / "a")])
+    again = load_results(tmp_path / "a")
+    assert again["lead"] == saved["lead"] and "## What the attention learned" in (tmp_path / "a" / "report.md").read_text()
+    assert again["wall_time_s"] == saved["wall_time_s"] and again["sessions"] == saved["sessions"]
