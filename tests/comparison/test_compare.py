@@ -644,10 +644,11 @@ def test_time_and_render_hold_the_folder_lock_so_no_stale_copy_is_written_back(t
 
 
 @pytest.mark.parametrize("argv, named", [
-    (["--time", "x", "--plan"], "--plan: only for a comparison to train (--preset); --time does not use it"),
+    (["--time", "x", "--plan"], "--time does not use --plan (an option of --preset, a comparison to train)"),
     (["--index", "x", "--render", "y", "--preset", "lm"], "not --preset and --render and --index together"),
-    (["--render", "x", "--kinds", "vanilla", "--seeds", "2"], "--kinds, --seeds: only for a comparison to train"),
-    (["--time", "x", "--out", "y"], "--out: only for a comparison to train"),
+    (["--render", "x", "--kinds", "vanilla", "--seeds", "2"], "--render does not use --kinds, --seeds (options of --preset"),
+    (["--time", "x", "--out", "y"], "--time does not use --out (an option of --preset or --render)"),
+    (["--index", "x", "--against", "y"], "--index does not use --against (an option of --render)"),
     ([], "give one of --preset"),
 ])
 def test_compare_takes_one_mode_and_only_its_options(argv, named):

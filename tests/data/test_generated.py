@@ -113,6 +113,9 @@ def test_diagnostic_answers_follow_their_rule(kind):
             _recall_rule(words, answers, n_pairs, n_queries)
             assert len(words) == 2 * n_pairs + 1 + 2 * n_queries
             continue
+        if kind.startswith("mqar-zoology-"):
+            _zoology_rule(words, answers, int(kind.rsplit("-", 1)[1]))
+            continue
         if kind == "lookup":  # 8 pair tokens of distinct keys, ?, a key of them, its value
             pairs = dict(w.split("=") for w in words[:8])
             assert len(pairs) == 8 and words[8] == "?" and answers == [10] and len(words) == 11
@@ -125,6 +128,28 @@ def test_diagnostic_answers_follow_their_rule(kind):
             assert 4 <= len(src) <= 12 and out == src
         else:
             assert len(src) == 12 and out == list(reversed(src))
+
+
+def _zoology_rule(words: list[str], answers: list[int], length: int) -> None:
+    """n pairs of distinct keys; every key queried once after them, in a two-token slot, its value scored."""
+    assert len(words) == length
+    n = len(answers)
+    assert n in g.ZOOLOGY_PAIRS
+    pairs = dict(zip(words[0 : 2 * n : 2], words[1 : 2 * n : 2]))
+    assert len(pairs) == n and all(k in g.ZOOLOGY_KEYS for k in pairs) and all(v in g.ZOOLOGY_VALUES for v in pairs.values())
+    assert all(a >= 2 * n + 1 and (a - 2 * n) % 2 == 1 for a in answers)  # the second token of a slot
+    assert sorted(words[a - 1] for a in answers) == sorted(pairs)  # each key once
+    for a in answers:
+        assert words[a] == pairs[words[a - 1]]
+
+
+def test_zoology_mqar_mixes_the_pair_counts_and_refuses_what_does_not_fit():
+    import random
+    counts = {len(r["answers"]) for r in g.diagnostic_split("mqar-zoology-64", 300)}
+    assert counts == {4, 8, 16}
+    with pytest.raises(ValueError, match="16 pairs and their 16 queries do not fit in 48 tokens"):
+        g.zoology_mqar_example(random.Random(0), 48, (16,))
+    assert g.GENERATED["diag-mqar-zoology-128"].n_answers == 512 and len(g.ZOOLOGY_VOCAB) == 1024
 
 
 def test_copy_lengths_vary_and_reverse_lengths_do_not():

@@ -30,7 +30,7 @@ def test_diagnostic_runs_end_to_end(tmp_path, kind):
     metrics = result["test_metrics"]
     assert result["primary_metric"] == "accuracy" and result["higher_is_better"]
     assert 0.0 <= metrics["exact_match"] <= metrics["accuracy"] <= 1.0 and 0.0 <= metrics["token_accuracy"] <= 1.0
-    assert result["baselines"]["chance_accuracy"] == 1 / 16
+    assert result["baselines"]["chance_accuracy"] == 1 / g.GENERATED[f"diag-{kind}"].n_answers  # 1/16, 1/512 (Zoology)
     assert 0.0 < result["baselines"]["majority_accuracy"] < 0.5
     values = result["per_example"]["values"]
     assert len(values) == 40 and sum(values) / 40 == pytest.approx(metrics["accuracy"], abs=1e-3)

@@ -98,7 +98,28 @@ def test_best_checkpoint_follows_metric_and_log_has_eval_records(tmp_path):
     assert torch.equal(model.mix.weight, trainer.model.mix.weight)
 
 
+def test_early_stopping_at_a_target_stops_at_the_first_evaluation_that_reaches_it(tmp_path):
+    scores = iter([0.5, 0.97, 0.995, 0.999])
+    trainer = make_trainer(tmp_path, max_steps=8, eval_every=2, best_metric="accuracy", best_mode="max",
+                           stop_metric="accuracy", stop_at=0.99, evaluate_fn=lambda m: {"accuracy": next(scores)})
+    result = trainer.train()
+    assert result.stopped == "target" and result.step == 6 and result.best_metric == 0.995
+    assert os.readlink(tmp_path / "best") == "step-00000006"
+    assert [r["step"] for r in read_log(tmp_path) if r["kind"] == "eval"] == [2, 4, 6]
+    # stop_mode min: at or below the target
+    losses = iter([3.0, 0.4, 0.1])
+    low = make_trainer(max_steps=8, eval_every=2, stop_metric="loss", stop_at=0.5, stop_mode="min",
+                       evaluate_fn=lambda m: {"loss": next(losses)}).train()
+    assert low.stopped == "target" and low.step == 4
+
+
 def test_bad_settings_raise_clear_errors():
+    with pytest.raises(ValueError, match="needs both stop_metric and stop_at"):
+        TrainConfig(max_steps=3, stop_metric="accuracy")
+    with pytest.raises(ValueError, match="stop_mode"):
+        TrainConfig(max_steps=3, stop_metric="accuracy", stop_at=0.9, stop_mode="up")
+    with pytest.raises(ValueError, match="stop_metric 'bleu' is not among the evaluation metrics: loss"):
+        make_trainer(max_steps=2, eval_every=1, stop_metric="bleu", stop_at=1.0, evaluate_fn=lambda m: {"loss": 1.0}).train()
     with pytest.raises(ValueError, match="allowed: inverse_sqrt, cosine, constant"):
         TrainConfig(max_steps=3, schedule="linear")
     with pytest.raises(ValueError, match="best_mode"):

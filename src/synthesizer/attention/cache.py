@@ -27,13 +27,16 @@ class AttentionCache(DecodingState):
 
     Synthesizer logits for position t depend on position t alone, so a pure synthesizer caches
     ``V`` and nothing else: half of what dot-product attention keeps.
-    Shapes: ``keys``/``values`` (B, H, t, dh), ``padding`` (B, t) bool, True = padding.
+    Shapes: ``keys``/``values`` (B, H, t, dh), ``padding`` (B, t) bool, True = padding; ``positions``
+    (B, t) the position of every cached token where the layer was given per-token positions (each row
+    its own, e.g. after left padding), else None (the positions are 0..t-1).
     """
 
     def __init__(self) -> None:
         self.keys: Tensor | None = None
         self.values: Tensor | None = None
         self.padding: Tensor | None = None
+        self.positions: Tensor | None = None
 
     @property
     def length(self) -> int:
@@ -43,10 +46,17 @@ class AttentionCache(DecodingState):
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.keys, self.values) if t is not None)
 
-    def append(self, values: Tensor, keys: Tensor | None, padding: Tensor | None) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """Add new positions; returns the full values, keys and padding mask (or None if no padding)."""
+    def append(self, values: Tensor, keys: Tensor | None, padding: Tensor | None,
+               positions: Tensor | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """Add new positions (``positions`` (B, t): theirs, where the layer was given them); returns the
+        full values, keys and padding mask (or None if no padding)."""
         grow = lambda old, new: new if old is None else torch.cat([old, new], dim=-2)  # noqa: E731
         previous = self.length
+        if positions is not None:
+            old = self.positions
+            if old is None:  # filled without per-token positions so far: they were 0..previous-1
+                old = torch.arange(previous, device=positions.device).expand(positions.shape[0], -1)
+            self.positions = torch.cat([old, positions], dim=1)
         self.values = grow(self.values, values)
         if keys is not None:
             self.keys = grow(self.keys, keys)
@@ -59,7 +69,7 @@ class AttentionCache(DecodingState):
 
     def reorder(self, index: Tensor) -> None:
         """Keep batch rows ``index`` (beam search): every cached tensor is re-indexed along dim 0."""
-        for name in ("keys", "values", "padding"):
+        for name in ("keys", "values", "padding", "positions"):
             t = getattr(self, name)
             if t is not None:
                 setattr(self, name, t.index_select(0, index))

@@ -59,6 +59,15 @@ class DenseLogits(nn.Module):
         w2, b2 = self.key_matrix(n_keys)
         return self.queries(x) @ w2.transpose(-1, -2).unsqueeze(0) + b2.unsqueeze(0).unsqueeze(-2)
 
+    def logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor) -> Tensor:
+        """(B, H, t, n): the tokens of x (their positions do not matter) against the rows of W2 and b2
+        at each example's key positions (B, n)."""
+        if self.per_head:  # (H, L, dh) -> (B, H, n, dh)
+            w2, b2 = self.w2[:, key_positions].transpose(0, 1), self.b2[:, key_positions].transpose(0, 1)
+        else:  # (L, dh) -> (B, 1, n, dh)
+            w2, b2 = self.w2[key_positions].unsqueeze(1), self.b2[key_positions].unsqueeze(1)
+        return self.queries(x) @ w2.transpose(-1, -2) + b2.unsqueeze(-2)
+
     def features(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """q (B, H, n, dh+1) and k (B, H, n, dh+1), k expanded over the batch, with q k^T equal to the logits.
 

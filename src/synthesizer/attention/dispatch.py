@@ -62,6 +62,7 @@ import torch
 from torch import Tensor
 
 from . import registry
+from .forms import BIAS
 from .ops import (blockwise, factorized_dense, flex_bias, fused, fused_bias, reference, sdpa_bias, shared, triton_bias,
                   wide_qk)
 
@@ -107,26 +108,41 @@ def ranking(device: torch.device | None = None) -> tuple[str, ...]:
     return CUDA_RANKING if device is not None and device.type == "cuda" else CPU_RANKING
 
 
-def applicable_paths(components: tuple[str, ...], device: torch.device | None = None) -> list[str]:
-    """Every ranked path that computes a layer of these components (full names), the fastest on
-    ``device`` first (None: on CPU). The opt-in ones are not listed: see ``opt_in_paths``."""
+# A position bias on vanilla's logits (``positions.py``: relative, alibi) is, to a kernel, one more
+# batch-shared additive term: the layers that have one are dispatched as if it were a component of
+# this form (not a registered component: it has no logits of its own).
+POSITION_BIAS = registry.ComponentSpec("position_bias", factory=lambda *a, **k: None, form=BIAS,
+                                       input_independent=True)
+
+
+def _specs(components: tuple[str, ...], extra_bias: bool) -> list:
     specs = [registry.spec(c) for c in components]
+    return [*specs, POSITION_BIAS] if extra_bias else specs
+
+
+def applicable_paths(components: tuple[str, ...], device: torch.device | None = None, *,
+                     extra_bias: bool = False) -> list[str]:
+    """Every ranked path that computes a layer of these components (full names; ``extra_bias``: with a
+    position bias on vanilla's logits), the fastest on ``device`` first (None: on CPU). The opt-in
+    ones are not listed: see ``opt_in_paths``."""
+    specs = _specs(components, extra_bias)
     return [name for name in ranking(device) if KERNELS[name].applies(specs)]
 
 
-def opt_in_paths(components: tuple[str, ...]) -> list[str]:
+def opt_in_paths(components: tuple[str, ...], *, extra_bias: bool = False) -> list[str]:
     """The opt-in paths (``OPT_IN``) that compute a layer of these components."""
-    specs = [registry.spec(c) for c in components]
+    specs = _specs(components, extra_bias)
     return [name for name in OPT_IN if KERNELS[name].applies(specs)]
 
 
-def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.device | None = None) -> str:
+def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.device | None = None, *,
+                extra_bias: bool = False) -> str:
     """The path ``impl`` asks for ("auto": the fastest ranked one that applies on ``device``), or
     "invalid" if it does not apply. What a forward pass runs also depends on the mode: see ``running_path``."""
     if impl != "auto":
         kernel = KERNELS.get(impl)
-        return impl if kernel is not None and kernel.applies([registry.spec(c) for c in components]) else "invalid"
-    return applicable_paths(components, device)[0]
+        return impl if kernel is not None and kernel.applies(_specs(components, extra_bias)) else "invalid"
+    return applicable_paths(components, device, extra_bias=extra_bias)[0]
 
 
 def check_impl_name(impl: object) -> None:
@@ -136,21 +152,22 @@ def check_impl_name(impl: object) -> None:
         raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
 
 
-def check_impl(components: tuple[str, ...], impl: object) -> None:
-    """ValueError unless ``impl`` is one of ``IMPLS`` that computes a layer of these components: checked before a
-    run writes anything in its folder, and where a layer is built."""
+def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = False) -> None:
+    """ValueError unless ``impl`` is one of ``IMPLS`` that computes a layer of these components (with a position
+    bias on vanilla's logits where ``extra_bias``): checked before a run writes anything in its folder, and where
+    a layer is built."""
     check_impl_name(impl)
-    if impl not in ("auto", "reference") and choose_path(components, impl) != impl:
+    if impl not in ("auto", "reference") and choose_path(components, impl, extra_bias=extra_bias) != impl:
         raise ValueError(f"impl={impl!r} does not apply to kind {str(components)!r}; use 'auto' or 'reference' "
                          f"({impl!r} computes {KERNELS[impl].APPLIES_TO})")
 
 
 def running_path(components: tuple[str, ...], impl: str, *, training: bool, dropout: float,
-                 device: torch.device) -> str:
+                 device: torch.device, extra_bias: bool = False) -> str:
     """The path a full forward pass runs: ``choose_path`` on this device, except that a kernel that
     cannot run in this mode on this device (its ``runs``) hands over to its ``FALLBACK``. Every path
     computes in the input's dtype: float16 and bfloat16 run on all of them on CPU."""
-    path = choose_path(components, impl, device)
+    path = choose_path(components, impl, device, extra_bias=extra_bias)
     kernel = KERNELS.get(path)
     if kernel is None:  # "invalid": the layer refuses such an impl when it is built
         return path

@@ -33,6 +33,10 @@ class FactorizedRandomLogits(nn.Module):
         """(1, H, t, n_keys) for the t = x.shape[1] rows from ``start``; x itself is not read."""
         return (self.r1[:, start : start + x.shape[1]] @ self.r2[:, :n_keys].transpose(-1, -2)).unsqueeze(0)
 
+    def logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor) -> Tensor:
+        """(B, H, t, n): ``R1[rows] R2[key_positions]^T`` per example (x not read)."""
+        return (self.r1[:, rows] @ self.r2[:, key_positions].transpose(-1, -2)).transpose(0, 1)
+
     def bias(self, n: int) -> Tensor:
         """R1[:n] R2[:n]^T: (H, n, n)."""
         return self.r1[:, :n] @ self.r2[:, :n].transpose(-1, -2)
@@ -97,6 +101,13 @@ class FactorizedDenseLogits(nn.Module):
         # Column j = u*b + v pairs Pa[u] (each repeated b times) with Pb[v] (tiled a times): an outer
         # product, flattened, then cut to the first n_keys columns.
         return (pa.unsqueeze(-1) * pb.unsqueeze(-2)).flatten(-2)[..., :n_keys]
+
+    def logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor) -> Tensor:
+        """(B, H, t, n): column j reads the tiled factors at key position ``p = key_positions[b, j]``,
+        ``Pa[p // b] * Pb[p % b]`` (rows: the tokens of x, whatever their positions)."""
+        pa, pb = self.factors(x)
+        index = key_positions[:, None, None, :].expand(-1, pa.shape[1], pa.shape[2], -1)
+        return pa.gather(-1, torch.div(index, self.b, rounding_mode="floor")) * pb.gather(-1, index % self.b)
 
     @staticmethod
     def flops(batch: int, seq: int, d_model: int, n_heads: int, max_len: int, **options) -> int:

@@ -87,16 +87,21 @@ def check_options(kind: str | Kind, options: dict) -> None:
 
 
 def build_mixer(kind: str | Kind, d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0,
-                **options) -> nn.Module:
+                positions: str = "none", **options) -> nn.Module:
     """A self-attention layer mapping (B, n, d_model) -> (B, n, d_model) for ``kind``.
 
     Synthesizer kinds (``"random+vanilla"``, aliases such as ``"R+V"``, components in any order: the layer
     keeps the canonical one, see ``resolve_kind``; or a parsed ``Kind``) give ``SynthesizerAttention``
     with options ``k``, ``fd_split``, ``dense_per_head``, ``mix_per_head``, ``impl``; ``"linformer"``,
-    ``"lightconv"`` and ``"dynamicconv"`` give the baselines with their own options.
+    ``"lightconv"`` and ``"dynamicconv"`` give the baselines with their own options. ``positions``: the
+    layer's scheme for its dot-product component (``SynthesizerAttention``); a baseline takes "none".
     """
     kind = resolve_kind(kind)
     check_options(kind, options)
     if isinstance(kind, str):  # a baseline
+        if positions != "none":
+            raise ValueError(f"positions={positions!r} applies to a synthesizer layer's dot-product component; "
+                             f"the {kind!r} baseline takes positions='none'")
         return _baseline_class(kind)(d_model, n_heads, max_len, causal=causal, dropout=dropout, **options)
-    return SynthesizerAttention(d_model, n_heads, max_len, kind, causal=causal, dropout=dropout, **options)
+    return SynthesizerAttention(d_model, n_heads, max_len, kind, causal=causal, dropout=dropout, positions=positions,
+                                **options)

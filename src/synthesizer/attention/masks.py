@@ -50,6 +50,25 @@ def check_right_padded(mask: Tensor | None, name: str = "key_padding_mask") -> N
                          "inputs (positions are absolute): put the padding on the right")
 
 
+def check_positions(positions: Tensor, batch: int, seq: int, max_len: int) -> None:
+    """Per-token positions: an integer tensor (batch, seq) with every value in [0, max_len); eager
+    calls check the values (a compiled forward skips that check: reading them back is a graph break)."""
+    if not isinstance(positions, Tensor) or positions.dtype not in (torch.int64, torch.int32):
+        kind = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
+        raise ValueError(f"positions must be an integer tensor (batch, seq), got {kind}")
+    if tuple(positions.shape) != (batch, seq):
+        raise ValueError(f"positions must have shape (batch, seq) = {(batch, seq)}, got {tuple(positions.shape)}")
+    if positions.numel() and not torch.compiler.is_compiling():
+        low, high = int(positions.min()), int(positions.max())
+        if low < 0 or high >= max_len:
+            raise ValueError(f"positions must lie in [0, max_len={max_len}), got {low}..{high}")
+
+
+def continued_positions(cached: Tensor, t: int) -> Tensor:
+    """The positions of t new tokens after a cache's: each row on from its last position."""
+    return cached[:, -1:] + 1 + torch.arange(t, device=cached.device)
+
+
 def check_mixer_input(x: Tensor, d_model: int, max_len: int, key_padding_mask: Tensor | None,
                       start: int | None = None) -> None:
     """The input rule of every self-attention mixer: x (batch, seq, d_model), ``start`` cached positions

@@ -9,25 +9,30 @@ needs no state: its cache stores nothing but the number of positions seen, to en
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from ..errors import positive_int
 from .cache import DecodingState
-from .masks import check_mixer_input
+from .masks import check_mixer_input, check_positions, continued_positions
 
 
 class NoneCache(DecodingState):
-    """The decoding cache of :class:`NoMixing`: no tensors, only the count of positions decoded so far."""
+    """The decoding cache of :class:`NoMixing`: the count of positions decoded so far and, where the layer was
+    given per-token positions, theirs (B, t), which a model reads to go on from each row's last one."""
 
     def __init__(self) -> None:
         self.length = 0
+        self.positions: Tensor | None = None
 
     @property
     def nbytes(self) -> int:
         return 0
 
     def reorder(self, index: Tensor) -> None:
-        """Beam search keeps batch rows ``index``: nothing is cached, so nothing moves."""
+        """Beam search keeps batch rows ``index``: only the positions, where kept, move."""
+        if self.positions is not None:
+            self.positions = self.positions.index_select(0, index)
 
 
 class NoMixing(nn.Module):
@@ -63,12 +68,21 @@ class NoMixing(nn.Module):
         """An empty decoding cache (causal or not: with no mixing, decoding step by step is always exact)."""
         return NoneCache()
 
-    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: NoneCache | None = None) -> Tensor:
-        """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those decoded."""
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: NoneCache | None = None,
+                positions: Tensor | None = None) -> Tensor:
+        """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those decoded.
+        ``positions`` (B, t), each token's own, change nothing here (no token reads another); a cache keeps them."""
         check_mixer_input(x, self.d_model, self.max_len, key_padding_mask, None if cache is None else cache.length)
         b, t, _ = x.shape
         start = 0 if cache is None else cache.length
+        if positions is not None:
+            check_positions(positions, b, t, self.max_len)
         if cache is not None:
+            if positions is None and cache.positions is not None:
+                positions = continued_positions(cache.positions, t)
+            if positions is not None:
+                old = cache.positions if cache.positions is not None else torch.arange(start).expand(b, -1)
+                cache.positions = torch.cat([old.to(positions.device), positions], dim=1)
             cache.length = start + t
         return self.out(self.value(x))
 

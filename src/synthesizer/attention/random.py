@@ -55,6 +55,10 @@ class RandomLogits(nn.Module):
         """(1, H, t, n_keys) for the t = x.shape[1] rows from ``start``; x itself is not read."""
         return self._block(start, x.shape[1], n_keys).unsqueeze(0)
 
+    def logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor) -> Tensor:
+        """(B, H, t, n): ``R[h, rows[b, i], key_positions[b, j]]``, each row's own positions (x not read)."""
+        return self.r[:, rows.unsqueeze(-1), key_positions.unsqueeze(-2)].transpose(0, 1)
+
     def bias(self, n: int) -> Tensor:
         """R[:, :n, :n]: (H, n, n)."""
         return self._block(0, n, n)

@@ -19,8 +19,9 @@ from .cache import AttentionCache
 from .dispatch import KERNELS, check_impl, running_path
 from .forms import BIAS
 from .kinds import Kind, parse_kind
-from .masks import check_mixer_input, check_right_padded
+from .masks import check_mixer_input, check_positions, check_right_padded, continued_positions
 from .ops import Scores, reference
+from .positions import BIAS_SCHEMES, LAYER_SCHEMES
 from .vanilla import split_heads
 
 
@@ -43,18 +44,33 @@ class SynthesizerAttention(nn.Module):
         k: rank of ``factorized_random``. fd_split: ``a`` in ``L = a * b`` for ``factorized_dense``.
         dense_per_head: one ``W2, b2`` per head for ``dense``. (These three go to every component's
         factory that takes them.) mix_per_head: one alpha per head.
+        positions: ``"none"`` (the layer adds no position information: a model's absolute embeddings,
+            if any, come with x), or a scheme of the dot-product component (``positions.py``):
+            ``"rope"`` (rotary queries and keys), ``"relative"`` or ``"alibi"`` (an additive bias,
+            handed to ``forward`` as ``position_bias``: a model computes it once for all its layers).
+            The synthesizer components keep their own definition; a kind without ``vanilla`` takes
+            ``"none"`` only.
         impl: ``"auto"`` (the dispatcher picks a fast path) or ``"reference"``; the fast path names
             ``"shared"``, ``"fused"``, ``"wide_qk"``, ``"fused_bias"``, ``"blockwise"``,
             ``"sdpa_bias"``, ``"factorized_dense"`` force one where it applies, and so do the opt-in GPU paths
             ``"triton"`` (needs triton; see docs/gpu.md) and ``"flex"`` (FlexAttention, torch >= 2.6).
             ``path`` says which one a forward pass in the layer's current mode and device runs.
-    Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding.
+    Input ``x``: (batch, seq, d_model); ``key_padding_mask``: (batch, seq) bool, True = padding;
+    ``position_bias`` (with ``positions="relative"``/``"alibi"``): (H, seq, seq), or (H, t, start + t)
+    when decoding t positions after ``start`` cached ones ((B, H, ...) with per-token positions).
+
+    Per-token positions: ``forward(x, ..., positions=P)`` with ``P`` (batch, seq) ints in [0, max_len)
+    gives each token its own position, so each row's positions may start anywhere: left-padded rows
+    (the padding first, the real tokens from position 0) and rows that hold several documents, each
+    restarting at 0. Every component reads its logits at those positions (``R[P_i, P_j]``, dense's
+    ``W2[P_j]``, rotary angles), on the reference path; the causal mask stays by index. A decoding
+    cache keeps the positions, and new tokens given none continue each row from its last one.
     An empty batch or sequence gives an empty output, (0, seq, d_model) or (batch, 0, d_model).
     """
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, kind: str | Kind = "dense+vanilla", causal: bool = False,
                  dropout: float = 0.0, *, k: int = 8, fd_split: int | None = None, dense_per_head: bool = False,
-                 mix_per_head: bool = False, impl: str = "auto"):
+                 mix_per_head: bool = False, positions: str = "none", impl: str = "auto"):
         super().__init__()
         d_model, n_heads, max_len, k = (positive_int(name, value) for name, value in
                                         (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len), ("k", k)))
@@ -70,9 +86,16 @@ class SynthesizerAttention(nn.Module):
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout, self.impl = causal, dropout, impl
         self.components = parse_kind(kind)  # a Kind: the component names in the canonical order
-        check_impl(self.components, impl)
         self.kind = str(self.components)
-        options = {"k": k, "fd_split": fd_split, "dense_per_head": dense_per_head}
+        if positions != "none" and positions not in LAYER_SCHEMES:
+            raise ValueError(f"positions must be one of none, {', '.join(LAYER_SCHEMES)}, got {positions!r}")
+        if positions != "none" and "vanilla" not in self.components:
+            raise ValueError(f"positions={positions!r} applies to the dot-product component, and kind {self.kind!r} "
+                             "has none; use positions='none'")
+        self.positions = positions
+        self.biased = positions in BIAS_SCHEMES  # forward takes a position bias for vanilla's logits
+        check_impl(self.components, impl, extra_bias=self.biased)
+        options = {"k": k, "fd_split": fd_split, "dense_per_head": dense_per_head, "rotary": positions == "rope"}
         self.logit_modules = nn.ModuleDict({c: registry.spec(c).build(d_model, n_heads, max_len, **options)
                                             for c in self.components})
         n_mix = len(self.components)
@@ -117,36 +140,61 @@ class SynthesizerAttention(nn.Module):
         """The computation a full forward pass runs now: it follows ``train()``/``eval()`` (dropout
         sends ``fused_bias`` to ``blockwise`` in training) and the parameters' device."""
         return running_path(self.components, self.impl, training=self.training, dropout=self.dropout,
-                            device=self.value.weight.device)
+                            device=self.value.weight.device, extra_bias=self.biased)
 
     # ------------------------------------------------------------------ forward
-    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: AttentionCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: AttentionCache | None = None,
+                position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
         """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those cached."""
-        start = self._check(x, key_padding_mask, cache)
+        if positions is None and cache is not None and cache.positions is not None:
+            positions = continued_positions(cache.positions, x.shape[1])
+        start = self._check(x, key_padding_mask, cache, position_bias, positions)
+        if positions is not None:
+            return self._at_positions(x, key_padding_mask, cache, position_bias, positions, start)
         if cache is not None:
-            return self._decode(x, key_padding_mask, cache, start)
+            return self._decode(x, key_padding_mask, cache, start, position_bias)
         kernel = KERNELS[self.path]  # the same decision that ``path`` reports
         v = split_heads(self.value(x), self.n_heads)
-        heads = kernel.attend(self._scores(kernel.NEEDS, x), v, key_padding_mask, self.causal, self.dropout,
-                              self.training)
+        heads = kernel.attend(self._scores(kernel.NEEDS, x, position_bias=position_bias), v, key_padding_mask,
+                              self.causal, self.dropout, self.training)
         return self.out(self._merge(heads))
 
-    def attention_weights(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+    def attention_weights(self, x: Tensor, key_padding_mask: Tensor | None = None,
+                          position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
         """The attention probabilities (B, H, n, n), rows summing to 1 (0 for fully masked rows)."""
-        self._check(x, key_padding_mask, None)
-        probs = reference.probabilities(self._scores("logits", x).logits, key_padding_mask, self.causal)
+        self._check(x, key_padding_mask, None, position_bias, positions)
+        if positions is not None:
+            logits = self._logits_at(x, positions, positions, None, position_bias)
+        else:
+            logits = self._scores("logits", x, position_bias=position_bias).logits
+        probs = reference.probabilities(logits, key_padding_mask, self.causal)
         return probs.expand(x.shape[0], -1, -1, -1)
 
     # ------------------------------------------------------------------ internals
-    def _check(self, x: Tensor, key_padding_mask: Tensor | None, cache: AttentionCache | None) -> int:
+    def _check(self, x: Tensor, key_padding_mask: Tensor | None, cache: AttentionCache | None,
+               position_bias: Tensor | None = None, positions: Tensor | None = None) -> int:
         check_mixer_input(x, self.d_model, self.max_len, key_padding_mask, None if cache is None else cache.length)
+        start = 0 if cache is None else cache.length
+        if self.biased:
+            want = (self.n_heads, x.shape[1], start + x.shape[1])
+            shape = None if position_bias is None else tuple(position_bias.shape)
+            if shape != want and not (positions is not None and shape == (x.shape[0], *want)):
+                per_token = f" or (batch, heads, rows, keys) = {(x.shape[0], *want)}" if positions is not None else ""
+                raise ValueError(f"a layer with positions={self.positions!r} needs position_bias of shape (heads, rows, "
+                                 f"keys) = {want}{per_token}, got {shape or 'none'}")
+        elif position_bias is not None:
+            raise ValueError(f"position_bias given to a layer with positions={self.positions!r}; only 'relative' and "
+                             "'alibi' layers take one")
+        if positions is not None:
+            check_positions(positions, x.shape[0], x.shape[1], self.max_len)
+            return start  # each row's own positions: padding may come first (left padding)
         if cache is not None and cache.padding is not None and bool(cache.padding.any()):
             # padding cached earlier, before the new (real) positions, is left padding as well
             new = key_padding_mask if key_padding_mask is not None else cache.padding.new_zeros(x.shape[:2])
             check_right_padded(torch.cat([cache.padding, new], dim=1))
         else:
             check_right_padded(key_padding_mask)
-        return 0 if cache is None else cache.length
+        return start
 
     def _weights(self) -> list[Tensor | float]:
         """Mixture weight of each component, broadcastable to (1, H, 1, 1)."""
@@ -155,27 +203,63 @@ class SynthesizerAttention(nn.Module):
         w = torch.softmax(self.alpha, dim=-1)
         return [w[..., c].reshape(1, -1, 1, 1) for c in range(len(self.components))]
 
-    def _decode(self, x: Tensor, padding: Tensor | None, cache: AttentionCache, start: int) -> Tensor:
+    def _decode(self, x: Tensor, padding: Tensor | None, cache: AttentionCache, start: int,
+                position_bias: Tensor | None) -> Tensor:
         """The next t positions on the reference kernel. The cache keeps the values of every position
         and the keys of the component that needs them (vanilla), and hands them to its logits."""
         v = split_heads(self.value(x), self.n_heads)
-        v, keys, padding = cache.append(v, self._keys(x), padding)
-        heads = reference.attend(self._scores("logits", x, start, keys), v, padding, self.causal, self.dropout,
+        v, keys, padding = cache.append(v, self._keys(x, start), padding)
+        heads = reference.attend(self._scores("logits", x, start, keys, position_bias), v, padding, self.causal,
+                                 self.dropout, self.training)
+        return self.out(self._merge(heads))
+
+    def _at_positions(self, x: Tensor, padding: Tensor | None, cache: AttentionCache | None,
+                      position_bias: Tensor | None, positions: Tensor, start: int) -> Tensor:
+        """The forward pass with per-token positions, on the reference kernel (a full pass, or the next t
+        tokens of a cache, which keeps their positions)."""
+        v = split_heads(self.value(x), self.n_heads)
+        keys, key_positions = None, positions
+        if cache is not None:
+            v, keys, padding = cache.append(v, self._keys(x, positions), padding, positions)
+            key_positions = cache.positions
+        logits = self._logits_at(x, positions, key_positions, keys, position_bias)
+        heads = reference.attend(Scores(logits=logits, start=start), v, padding, self.causal, self.dropout,
                                  self.training)
         return self.out(self._merge(heads))
 
-    def _keys(self, x: Tensor) -> Tensor | None:
-        """(B, H, t, dh) keys of the component that pairs rows with earlier positions (vanilla), or None."""
-        keyed = next((c for c in self.components if registry.spec(c).cached_keys), None)
-        return None if keyed is None else self.logit_modules[keyed].keys(x)
+    def _logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor, keys: Tensor | None,
+                   position_bias: Tensor | None) -> Tensor:
+        """(B, H, t, n): the mixed logits of the tokens of x at positions ``rows`` (B, t) against the keys
+        at ``key_positions`` (B, n) (``keys``: the cached keys of vanilla, or None for x's own)."""
+        mixed = self.alpha is not None
+        total = None
+        for w, name, module in zip(self._weights(), self.components, self.logit_modules.values()):
+            if not callable(getattr(module, "logits_at", None)):
+                raise ValueError(f"attention component {name!r} takes no per-token positions (its module has no "
+                                 "logits_at(x, rows, key_positions)); call the layer without positions=")
+            cached = registry.spec(name).cached_keys
+            s = module.logits_at(x, rows, key_positions, keys=keys) if cached else module.logits_at(x, rows, key_positions)
+            if position_bias is not None and name == "vanilla":
+                s = s + position_bias
+            s = w * s if mixed else s
+            total = s if total is None else total + s
+        return total
 
-    def _scores(self, needs: str, x: Tensor, start: int = 0, keys: Tensor | None = None) -> Scores:
+    def _keys(self, x: Tensor, start: int | Tensor = 0) -> Tensor | None:
+        """(B, H, t, dh) keys of the component that pairs rows with earlier positions (vanilla), or None;
+        x holds positions start..start+t-1 (rotary keys are rotated by them)."""
+        keyed = next((c for c in self.components if registry.spec(c).cached_keys), None)
+        return None if keyed is None else self.logit_modules[keyed].keys(x, start)
+
+    def _scores(self, needs: str, x: Tensor, start: int = 0, keys: Tensor | None = None,
+                position_bias: Tensor | None = None) -> Scores:
         """What the components give the kernel (see ``ops.Scores``): "logits" (B|1, H, t, start + t)
         for rows start..start+t-1, mixture weights folded in (``keys``: the cached keys of all start + t
         positions, for the component that needs them); "features": q, k (B, H, n, sum d_c) concatenated
         over the feature components (q weighted; one component's weight is handed over as ``q_weight``)
         and the bias components' terms (weight, B (H, n, n));
-        "bias": the terms of every component."""
+        "bias": the terms of every component. ``position_bias`` joins vanilla's logits (as a term with
+        vanilla's weight where the kernel takes terms)."""
         mixed = self.alpha is not None
         weights = self._weights()
         items = zip(weights, self.components, self.logit_modules.values())
@@ -188,6 +272,8 @@ class SynthesizerAttention(nn.Module):
             for w, name, module in items:
                 cached = keys is not None and registry.spec(name).cached_keys
                 s = module.logits(x, start, n_keys, keys=keys) if cached else module.logits(x, start, n_keys)
+                if position_bias is not None and name == "vanilla":
+                    s = s + position_bias
                 s = w * s if mixed else s  # a lone component needs no weighting pass
                 total = s if total is None else total + s
             return Scores(logits=total, start=start)
@@ -200,6 +286,8 @@ class SynthesizerAttention(nn.Module):
                 terms.append((weight, module.bias(n)))
             else:
                 features.append((weight, *module.features(x)))
+            if position_bias is not None and name == "vanilla":
+                terms.append((weight, position_bias))
         if needs == "bias":
             return Scores(terms=tuple(terms))
         if len(features) == 1:  # the kernel weights q itself, so no weighted copy of q is made
@@ -214,4 +302,6 @@ class SynthesizerAttention(nn.Module):
         return heads.transpose(1, 2).reshape(b, t, h * dh)
 
     def extra_repr(self) -> str:
-        return f"kind={self.kind!r}, d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}, path={self.path!r}"
+        positions = f", positions={self.positions!r}" if self.positions != "none" else ""
+        return (f"kind={self.kind!r}, d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, "
+                f"causal={self.causal}{positions}, path={self.path!r}")

@@ -1,4 +1,4 @@
-"""Dot-product logits: ``Q_h K_h^T / sqrt(d_h)``."""
+"""Dot-product logits: ``Q_h K_h^T / sqrt(d_h)``, with rotary positions on Q and K where asked for."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 from torch import Tensor, nn
 
 from .forms import FEATURES
+from .positions import rotate
 
 
 def split_heads(t: Tensor, n_heads: int) -> Tensor:
@@ -16,24 +17,33 @@ def split_heads(t: Tensor, n_heads: int) -> Tensor:
 
 
 class VanillaLogits(nn.Module):
-    """``Q K^T / sqrt(d_h)``: the only component whose rows look at other tokens (through their keys)."""
+    """``Q K^T / sqrt(d_h)``: the only component whose rows look at other tokens (through their keys).
+
+    ``rotary``: rotate queries and keys by their positions (RoPE, ``positions.rotate``), so the
+    logits depend on ``i - j``; ``start`` is the position of x's first row.
+    """
 
     form = FEATURES
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int | None = None, **options):
+    def __init__(self, d_model: int, n_heads: int, max_len: int | None = None, *, rotary: bool = False, **options):
         super().__init__()
         self.n_heads = n_heads
+        self.rotary = rotary
+        if rotary and (d_model // n_heads) % 2:
+            raise ValueError(f"rotary positions need an even head size, got d_model/n_heads={d_model // n_heads}")
         self.scale = 1.0 / math.sqrt(d_model // n_heads)
         self.query = nn.Linear(d_model, d_model)
         self.key = nn.Linear(d_model, d_model)
 
-    def queries(self, x: Tensor) -> Tensor:
+    def queries(self, x: Tensor, start: int = 0) -> Tensor:
         """(B, t, d) -> (B, H, t, dh), already multiplied by 1/sqrt(dh)."""
-        return split_heads(self.query(x), self.n_heads) * self.scale
+        q = split_heads(self.query(x), self.n_heads) * self.scale
+        return rotate(q, start) if self.rotary else q
 
-    def keys(self, x: Tensor) -> Tensor:
-        """(B, t, d) -> (B, H, t, dh): what a decoding cache stores."""
-        return split_heads(self.key(x), self.n_heads)
+    def keys(self, x: Tensor, start: int = 0) -> Tensor:
+        """(B, t, d) -> (B, H, t, dh): what a decoding cache stores (rotated, with ``rotary``)."""
+        k = split_heads(self.key(x), self.n_heads)
+        return rotate(k, start) if self.rotary else k
 
     def logits(self, x: Tensor, start: int = 0, n_keys: int | None = None, keys: Tensor | None = None) -> Tensor:
         """(B, H, t, n_keys). ``keys`` (B, H, n_keys, dh): those of every position, from the decoding
@@ -42,11 +52,19 @@ class VanillaLogits(nn.Module):
             if start != 0 or (n_keys is not None and n_keys != x.shape[1]):
                 raise ValueError(f"vanilla logits of rows {start}.. against {n_keys} keys need the cached keys: pass keys=")
             keys = self.keys(x)
-        return self.queries(x) @ keys.transpose(-1, -2)
+        return self.queries(x, start) @ keys.transpose(-1, -2)
 
     def features(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """q (B, H, n, dh) scaled by 1/sqrt(dh), k (B, H, n, dh)."""
         return self.queries(x), self.keys(x)
+
+    def logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor, keys: Tensor | None = None) -> Tensor:
+        """(B, H, t, n) for the tokens of x at positions ``rows`` (B, t) against keys at ``key_positions``
+        (B, n): the keys given (a cache's, already rotated), or x's own (then ``key_positions`` are ``rows``).
+        Positions matter only to rotary queries and keys."""
+        if keys is None:
+            keys = self.keys(x, rows)
+        return self.queries(x, rows) @ keys.transpose(-1, -2)
 
     @staticmethod
     def flops(batch: int, seq: int, d_model: int, n_heads: int, max_len: int, **options) -> int:

@@ -18,7 +18,9 @@ from typing import Callable
 
 from ..report.results import FILENAME, load_or_empty_results
 from ..runs.plan import PlannedRun
+from .baselines import positions_of
 from .scale import at_width, widths_of
+from .tuning import lrs_of
 from .plan import Options, Plan, check_same_code, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
 
 PROGRAM = "synthesizer"
@@ -52,6 +54,10 @@ def plan_commands(options: Options, config_fn: Callable | None = None,
 
         config_fn = ExperimentConfig.from_file
     log = log or (lambda line: print(line, file=sys.stderr))
+    if lrs_of(options) or positions_of(options):
+        raise ValueError("--plan lists the runs of one comparison, and a study with --lrs or --positions chooses its "
+                         "later runs (the rates, the position scheme) from the finished ones: run it with compare "
+                         "(it resumes), or plan one of its comparisons with --set train.lr=... / model.positions=...")
     widths = widths_of(options)
     if widths:  # a scale study: the lines of every width's comparison, each in its own folder, its lines named
         return [line for width in widths for line in plan_commands(at_width(options, width), config_fn,

@@ -3,6 +3,8 @@
     synthesizer compare --preset lm [--size quick|standard|full] [--kinds ...] [--baselines linformer ...]
                         [--seeds N] [--out DIR] [--steps N] [--set key=value ...] [--jobs N --threads T] [--plan]
     synthesizer compare --preset scale [--widths 32 64 128 ...] ...   (a scale study: one comparison per width)
+    synthesizer compare --preset P --lrs 1e-3 3e-3 1e-2 ...   (every kind at its best learning rate: OUT/tuned)
+    synthesizer compare --preset baselines ...   (the strongest vanilla's positions, then every kind tuned)
     synthesizer compare --render DIR [DIR ...] [--out DIR]   (a scale study's folder: its report across widths)
     synthesizer compare --time DIR
     synthesizer compare --index DIR
@@ -29,11 +31,13 @@ from .presets import DEFAULT_KINDS, PRESETS, SIZES
 from ..report.index import write_index
 from ..report.results import FILENAME, load_results, results_folder
 from ..report.scale import is_scale_folder, width_folders, write_scale_report
-from ..runs.lock import comparison_lock, study_lock
+from ..runs.lock import FolderLock, comparison_lock, study_lock
 from ..runs.code import code_provenance
 from ..report.summary import render, write_and_print
 from .command import plan_commands
 from .plan import Options
+from .baselines import is_baselines_folder
+from ..report.baselines import write_baselines_report
 from .run import run_comparison
 from .timing import add_timings
 
@@ -65,6 +69,15 @@ def _parser() -> argparse.ArgumentParser:
                         "OUT/width-W, then write OUT/report.md, the gaps between the kinds against width (default: "
                         "the preset's; --preset scale: 32 64 128 at the standard size, 16 32 at quick; other presets: "
                         "one width, the task's own)")
+    p.add_argument("--lrs", nargs="+", type=float, metavar="LR",
+                   help="a learning-rate sweep: train the first seed of every kind at each rate (OUT/lr-RATE), pick "
+                        "each kind's rate by its validation loss, then train every seed of every kind at its own rate "
+                        "(OUT/tuned, whose report judges the claims; default: the preset's rates, if any)")
+    p.add_argument("--positions", nargs="+", metavar="SCHEME",
+                   help="a baselines study: vanilla with each position scheme (learned, sinusoidal, rope, relative, "
+                        "alibi, none), then every kind with the strongest, each at its best learning rate, per task "
+                        "in OUT/TASK (default: the preset's; --preset baselines: all six)")
+    p.add_argument("--tasks", nargs="+", metavar="CONFIG", help="train only these tasks of the preset (config names)")
     p.add_argument("--out", help="comparison folder (default: runs/compare-<preset>-<size>)")
     p.add_argument("--steps", type=int, help="training steps per run (scales eval/warm-up to fit)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -77,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
                         "shared out with several; 1 is faster on a busy machine)")
     p.add_argument("--no-heatmaps", action="store_true", help="skip loading checkpoints for attention heatmaps")
     p.add_argument("--render", nargs="+", metavar="DIR", help="only re-render (and merge) existing results")
+    p.add_argument("--against", nargs="+", metavar="DIR",
+                   help="with --render of a baselines study: comparison folders (the committed ones it re-judges, "
+                        "e.g. docs/results/lm) whose verdicts on the same tasks the report puts beside the new ones")
     p.add_argument("--time", metavar="DIR",
                    help="only time the kinds of the comparison in DIR one at a time at each task's shapes (what the "
                         "speed verdicts read), store the timing in its results.json and re-render its report")
@@ -94,8 +110,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 MODES = ("preset", "render", "time", "index")  # what compare does: one of them
-ONLY_PRESET = ("size", "kinds", "baselines", "seeds", "widths", "steps", "overrides", "jobs", "threads", "no_heatmaps",
-               "allow_other_code", "plan")  # options of a comparison to train
+ONLY_PRESET = ("size", "kinds", "baselines", "seeds", "widths", "lrs", "positions", "tasks", "steps", "overrides", "jobs",
+               "threads", "no_heatmaps", "allow_other_code", "plan")  # options of a comparison to train
 
 
 def check_mode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
@@ -110,16 +126,21 @@ def check_mode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str
     if mode == "preset":
         return mode
     flags = {action.dest: action.option_strings[0] for action in parser._actions if action.option_strings}
-    unused = [flags[dest] for dest in ONLY_PRESET if getattr(args, dest) != parser.get_default(dest)]
-    if args.out is not None and mode != "render":
-        unused.append("--out")
+    unused: dict[str, list[str]] = {}  # the mode whose options they are -> the options given
+    for dest in ONLY_PRESET:
+        if getattr(args, dest) != parser.get_default(dest):
+            unused.setdefault("--preset, a comparison to train", []).append(flags[dest])
+    for dest, owner in (("out", "--preset or --render"), ("against", "--render")):
+        if mode != "render" and getattr(args, dest) is not None:
+            unused.setdefault(owner, []).append(flags[dest])
     if unused:
-        raise ValueError(f"{', '.join(unused)}: only for a comparison to train (--preset); --{mode} does not use "
-                         f"{'them' if len(unused) > 1 else 'it'}")
+        raise ValueError(f"--{mode} does not use " + "; ".join(
+            f"{', '.join(options)} ({'options' if len(options) > 1 else 'an option'} of {owner})"
+            for owner, options in unused.items()))
     return mode
 
 
-def comparison_folder(option: str, path: str | Path) -> Path:
+def existing_comparison(option: str, path: str | Path) -> Path:
     """The comparison folder that ``path`` names (the folder, or its results.json); ValueError naming ``option``
     for a scale study's folder (its comparisons are its width folders) or a path that holds no results.json."""
     path = results_folder(path)
@@ -164,12 +185,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verdicts written into {write_index(args.index)}")
         return 0
     if mode == "time":
-        time_comparison(comparison_folder("--time", args.time), command)
+        time_comparison(existing_comparison("--time", args.time), command)
         return 0
     if mode == "render":
         if len(args.render) == 1 and is_scale_folder(args.render[0]):  # a scale study: its report across widths
             render_scale(args.render[0], args.out)
             return 0
+        if len(args.render) == 1 and is_baselines_folder(args.render[0]):  # a baselines study: its own report
+            if args.out:
+                raise ValueError("a baselines study's report is written in its own folder: leave out --out")
+            with FolderLock(args.render[0], "baselines study folder"):  # the study's lock, as while it trains
+                print(f"baselines report: {write_baselines_report(args.render[0], args.against or [])}")
+            return 0
+        if args.against:
+            raise ValueError("--against puts a baselines study's verdicts beside other comparisons': give --render "
+                             "a baselines study's folder")
         out = Path(args.out) if args.out else results_folder(args.render[0])
         check_out_dir("--out", out)
         with comparison_lock(out):  # merged and written back under its lock: no compare or --time adds to it meanwhile
@@ -178,7 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(args.preset, args.size, _split_list(args.kinds), _split_list(args.baselines), args.seeds,
                       args.out, args.steps, tuple(args.overrides), jobs=args.jobs, threads=args.threads,
                       heatmaps=not args.no_heatmaps, command=command, allow_other_code=args.allow_other_code,
-                      widths=None if args.widths is None else tuple(args.widths))
+                      widths=None if args.widths is None else tuple(args.widths),
+                      lrs=None if args.lrs is None else tuple(args.lrs),
+                      positions=None if args.positions is None else tuple(_split_list(args.positions)),
+                      tasks=None if args.tasks is None else tuple(_split_list(args.tasks)))
     if args.plan:
         for line in plan_commands(options):
             print(line, flush=True)

@@ -42,6 +42,11 @@ class Options:
     command: str = ""  # the command line, kept in results.json
     allow_other_code: bool = False  # add runs to a folder whose runs were trained by other code
     widths: tuple[int, ...] | None = None  # a scale study's model widths (comparison/scale.py); None: the preset's
+    tasks: tuple[str, ...] | None = None  # the preset's tasks (config names) to train; None: all of them
+    lrs: tuple[float, ...] | None = None  # a learning-rate sweep (comparison/tuning.py); None: the preset's
+    # the learning rate of a (task group ``<task>-<data>``, kind), where the sweep chose one (comparison/tuning.py)
+    lr_by_run: tuple[tuple[str, str, float], ...] = ()
+    positions: tuple[str, ...] | None = None  # a baselines study's position schemes (comparison/baselines.py)
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,9 @@ class TaskPlan:
     overrides: tuple[str, ...]
     config: Any  # ExperimentConfig
     label: str = ""  # the preset's name for it, or "" on the user's own data
+    max_seeds: int | None = None  # the seeds it trains at most (PresetTask.max_seeds)
+    # kinds trained at their own learning rate: (kind, its overrides, its config), built like ``config``
+    by_kind: tuple[tuple[str, tuple[str, ...], Any], ...] = ()
 
     @property
     def key(self) -> str:
@@ -60,9 +68,16 @@ class TaskPlan:
 
     def run(self, out: Path, kind: str, seed: int) -> PlannedRun:
         """The planned run of ``kind`` and ``seed`` in its folder under ``out``."""
-        cfg = self.config
+        cfg, overrides = self.config, self.overrides
+        for name, own, config in self.by_kind:
+            if name == kind:
+                cfg, overrides = config, own
         return PlannedRun(cfg.task, cfg.data_name, kind, seed, cfg, run_folder(out, cfg, kind, seed),
-                          self.name, self.overrides)
+                          self.name, overrides)
+
+    def trains(self, seed: int) -> bool:
+        """Whether seed ``seed`` of this task is trained (its preset may cap the seeds)."""
+        return self.max_seeds is None or seed < self.max_seeds
 
 
 @dataclass(frozen=True)
@@ -123,28 +138,52 @@ def resolve(options: Options, config_fn: Callable, log: Callable[[str], None]) -
                          *(spec.baselines if options.baselines is None else options.baselines)])
     extra = steps_overrides(options.steps) if options.steps is not None else []
     runnable, left_out = sized_tasks(spec, options.size)
+    if options.tasks is not None:
+        known = [t.config for t in runnable]
+        for name in options.tasks:
+            if name not in known:
+                raise ValueError(f"--tasks: preset {options.preset!r} has no task {name!r} at the {options.size} size; "
+                                 f"its tasks: {', '.join(known)}")
+        runnable = [t for t in runnable if t.config in options.tasks]
     sized = [(t, task_overrides(t, options.size, options.preset)) for t in runnable]  # each has the size, or none runs
     for config, why in left_out.items():
         log(f"{config}: left out at the {options.size} size ({why})")
-    tasks = [_task(t, [*size, *extra], list(options.overrides), config_fn) for t, size in sized]
+    tasks = [_task(t, [*size, *extra], list(options.overrides), config_fn, options.lr_by_run) for t, size in sized]
     pretrain = getattr(spec, "pretrain", None)
     if pretrain is not None:  # the user's data.* overrides are the fine-tuning tasks' data, not the pretraining's
         own = [o for o in options.overrides if not o.strip().startswith("data.")]
         pretrain = _task(pretrain, [*task_overrides(pretrain, options.size, options.preset), *extra], own, config_fn)
-    out = Path(options.out or f"runs/compare-{options.preset}-{options.size}")
+    out = comparison_folder(options)
     check_out_dir("--out", out)
     return Comparison(options.preset, options.size, kinds, options.seeds, out, tasks, pretrain, left_out)
 
 
-def _task(task: PresetTask, preset_overrides: list[str], own: list[str], config_fn: Callable) -> TaskPlan:
+def comparison_folder(options: Options) -> Path:
+    """Where a comparison (or a study of several) lives: ``--out``, or ``runs/compare-<preset>-<size>``."""
+    return Path(options.out or f"runs/compare-{options.preset}-{options.size}")
+
+
+def _task(task: PresetTask, preset_overrides: list[str], own: list[str], config_fn: Callable,
+          lr_by_run: tuple[tuple[str, str, float], ...] = ()) -> TaskPlan:
     """The task's config with the preset's overrides, then the user's ``own``. Its label is the preset's
     (e.g. "language modelling (State of the Union)") when it still trains the preset's data: a report on
-    the user's own data names the group after the data its runs record."""
+    the user's own data names the group after the data its runs record. A kind given its own learning
+    rate in ``lr_by_run`` gets a config of its own, with ``train.lr`` set last."""
     overrides = (*preset_overrides, *own)
     config = config_fn(task.config, list(overrides))
     preset_config = config_fn(task.config, list(preset_overrides)) if own else config
     label = task.label if config.data_name == preset_config.data_name else ""
-    return TaskPlan(task.config, overrides, config, label)
+    by_kind = []
+    for key, kind, lr in lr_by_run:
+        if key == group_key(config.task, config.data_name):
+            kind_overrides = (*overrides, lr_override(lr))
+            by_kind.append((check_kinds([kind])[0], kind_overrides, config_fn(task.config, list(kind_overrides))))
+    return TaskPlan(task.config, overrides, config, label, task.max_seeds, tuple(by_kind))
+
+
+def lr_override(lr: float) -> str:
+    """The override that sets a run's learning rate (one spelling, so configs compare equal)."""
+    return f"train.lr={lr!r}"
 
 
 def plan_runs(comparison: Comparison, results: dict) -> Plan:
@@ -157,6 +196,8 @@ def plan_runs(comparison: Comparison, results: dict) -> Plan:
     plan, seen = Plan([]), set()
     for seed in range(comparison.seeds):
         for task in comparison.tasks:
+            if not task.trains(seed):
+                continue
             for kind in comparison.kinds:
                 run = task.run(out, kind, seed)
                 if run.folder in seen:  # two tasks given the same data train it once
@@ -189,22 +230,33 @@ def run_config(run: PlannedRun):
     return dataclasses.replace(run.config.with_attention(run.kind), seed=run.seed)
 
 
-def check_same_config(record: dict, cfg, where: Path) -> None:
-    """ValueError if the finished run ``record`` was trained with another config than ``cfg`` (the same
-    command with other overrides, or another version's preset): its numbers would answer another question."""
+def config_difference(record: dict, cfg) -> tuple[str, Any, Any] | None:
+    """The first field (name, the record's value, ``cfg``'s) in which the run ``record`` was trained with
+    another config than ``cfg``, or None where they agree (or the record keeps no config: a fake's or a
+    failed run's, nothing to compare)."""
     from ..tasks.config import flatten_config
 
-    if "config" not in record:  # a fake's or a failed run's record: nothing to compare
-        return
+    if "config" not in record:
+        return None
     ours = flatten_config(json.loads(json.dumps(cfg.to_dict())))  # as JSON stores it (tuples become lists)
     theirs = flatten_config(record["config"])
     for name in sorted(set(ours) | set(theirs)):
         if name == "init_from":  # where the pretraining folder was: not what was trained
             continue
         if ours.get(name) != theirs.get(name):
-            raise ValueError(f"{where} finished with {name}={theirs.get(name)!r}, but this comparison trains "
-                             f"{name}={ours.get(name)!r}; give the comparison a new --out folder (or the same "
-                             "options as before)")
+            return name, theirs.get(name), ours.get(name)
+    return None
+
+
+def check_same_config(record: dict, cfg, where: Path) -> None:
+    """ValueError if the finished run ``record`` was trained with another config than ``cfg`` (the same
+    command with other overrides, or another version's preset): its numbers would answer another question."""
+    differs = config_difference(record, cfg)
+    if differs is not None:
+        name, theirs, ours = differs
+        raise ValueError(f"{where} finished with {name}={theirs!r}, but this comparison trains "
+                         f"{name}={ours!r}; give the comparison a new --out folder (or the same "
+                         "options as before)")
 
 
 def check_same_code(results: dict, where: Path) -> None:

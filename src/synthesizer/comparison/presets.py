@@ -20,6 +20,7 @@ for the same number of steps, whatever its speed or the machine's load.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..attention.kinds import PAPER_KINDS
@@ -62,6 +63,7 @@ class PresetTask:
     # Why the task is left out of its preset's standard size (measured: it does not learn in the budget);
     # "" with no standard overrides: not measured yet, so the preset's standard size is refused.
     not_standard: str = ""
+    max_seeds: int | None = None  # at most this many seeds, whatever --seeds asks (None: as many as asked)
 
     @property
     def sizes(self) -> tuple[str, ...]:
@@ -81,6 +83,11 @@ class Preset:
     lead: tuple[tuple[str, str, str], ...] = field(default=())
     # a scale study: every task is trained at each of these model widths, by size (comparison/scale.py); {}: one width
     widths: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # a learning-rate sweep at every size (comparison/tuning.py): every kind at each, the best by validation
+    lrs: tuple[float, ...] = ()
+    # a baselines study (comparison/baselines.py): vanilla with each position scheme first, then every kind
+    # with the strongest one
+    positions: tuple[str, ...] = ()
 
 
 
@@ -106,6 +113,16 @@ _MT_LIBREOFFICE = PresetTask(
     # sequences longer than 64 tokens are cut there (docs/bench/presets.md)
     standard=_standard_seq2seq(3000, *_STANDARD_MT))
 
+_DIALOGUE = PresetTask(
+    "dialogue-chitchat-small", ("data.limit=8000", "batch.max_src_len=96", "batch.max_tgt_len=48", "model.max_len=96",
+                                "train.max_steps=240", "eval.max_new_tokens=48", *_QUICK_SEQ2SEQ), "dialogue (chitchat)",
+    # standard: judged by perplexity, since no reply the quick model writes beats copying the
+    # history on BLEU-1; exchanges of at most 12 words, one turn of history, 2000 steps
+    # (docs/bench/presets.md)
+    standard=_standard_seq2seq(2000, "data.max_history=1", "data.max_words=12", "model.max_len=48",
+                               "batch.max_src_len=48", "batch.max_tgt_len=47", "eval.max_new_tokens=32",
+                               "eval.metric=perplexity"))
+
 PRESETS: dict[str, Preset] = {
     "lm": Preset("lm", "language modelling on State of the Union addresses", "perplexity", (
         _LM_SOTU,), baselines=("none",)),
@@ -130,17 +147,7 @@ PRESETS: dict[str, Preset] = {
                    standard=_standard_seq2seq(2000, "data.max_words=40", "batch.max_src_len=64", "model.max_len=64")),),
         baselines=("none",)),
     "dialogue": Preset("dialogue", "chit-chat replies given the last turns",
-                       "BLEU-1 / ROUGE-L (quick), perplexity (standard)", (
-        PresetTask("dialogue-chitchat-small", ("data.limit=8000", "batch.max_src_len=96", "batch.max_tgt_len=48",
-                                               "model.max_len=96", "train.max_steps=240", "eval.max_new_tokens=48",
-                                               *_QUICK_SEQ2SEQ), "dialogue (chitchat)",
-                   # standard: judged by perplexity, since no reply the quick model writes beats copying the
-                   # history on BLEU-1; exchanges of at most 12 words, one turn of history, 2000 steps
-                   # (docs/bench/presets.md)
-                   standard=_standard_seq2seq(2000, "data.max_history=1", "data.max_words=12", "model.max_len=48",
-                                              "batch.max_src_len=48", "batch.max_tgt_len=47", "eval.max_new_tokens=32",
-                                              "eval.metric=perplexity")),),
-        baselines=("none",)),
+                       "BLEU-1 / ROUGE-L (quick), perplexity (standard)", (_DIALOGUE,), baselines=("none",)),
     # The paper's encoding-only comparison puts Linformer next to factorized_random.
     "classification": Preset("classification", "sentiment (Rotten Tomatoes) and spam filtering", "accuracy", (
         PresetTask("cls-rotten-small", ("data.limit=6000", "tokenizer.vocab_size=2000", "model.d_model=64",
@@ -216,6 +223,34 @@ PRESETS["scale"] = Preset(
                    standard=_standard_diag(1600)),
     ), baselines=("none",), kinds=_SCALE_KINDS,
     widths={"quick": (16, 32), "standard": (32, 64, 128), "full": (32, 64, 128)})
+
+# recall: multi-query associative recall as Zoology (Arora et al., 2023) trains it, scaled to this machine
+# (data/generated.py: 64 and 128 tokens, 4-16 pairs, a vocabulary of 1,024): every kind at widths 32-128,
+# each at the best of Zoology's learning rates (logspace(-4, -2, 4)), stopping early at validation accuracy
+# 0.99; the report gives the best accuracy over the rates against width. Standard: 2,000 steps of 64 rows
+# (3.2 epochs of the 40,000 training rows; Zoology trains up to 64 epochs of 100,000).
+_ZOOLOGY_QUICK = ("data.limit=4000", "train.max_steps=150", "train.warmup_steps=15", "train.eval_every=50",
+                  "train.log_every=10")
+_ZOOLOGY_STANDARD = ("train.max_steps=2000", "train.warmup_steps=100", "train.eval_every=200", "train.log_every=50")
+PRESETS["recall"] = Preset(
+    "recall", "multi-query associative recall as Zoology trains it (64 and 128 tokens, 4-16 pairs), every kind at "
+    "its best learning rate, against width", "accuracy", (
+        PresetTask("diag-mqar-zoology-64-small", _ZOOLOGY_QUICK, "multi-query recall, Zoology's setting (64 tokens)",
+                   standard=_ZOOLOGY_STANDARD),
+        PresetTask("diag-mqar-zoology-128-small", _ZOOLOGY_QUICK,
+                   "multi-query recall, Zoology's setting (128 tokens)", standard=_ZOOLOGY_STANDARD),
+    ), baselines=("none",), kinds=_SCALE_KINDS, lrs=(1e-4, 4.6e-4, 2.2e-3, 1e-2),
+    widths={"quick": (16, 32), "standard": (32, 64, 128), "full": (32, 64, 128)})
+
+# baselines (comparison/baselines.py): the committed lm, dialogue and translation verdicts re-judged against the
+# strongest vanilla (its position scheme chosen by validation), every kind at its best of three learning rates
+# (a factor of about 3 around the presets' 3e-3); translation with 3 seeds, the others with --seeds 5.
+PRESETS["baselines"] = Preset(
+    "baselines", "the paper's kinds against the strongest vanilla (position schemes) at tuned learning rates: "
+    "language modelling, dialogue, translation", "perplexity / perplexity / BLEU", (
+        _LM_SOTU, _DIALOGUE, dataclasses.replace(_MT_LIBREOFFICE, max_seeds=3),
+    ), baselines=("none",), kinds=_SCALE_KINDS, lrs=(1e-3, 3e-3, 1e-2),
+    positions=("learned", "sinusoidal", "rope", "relative", "alibi", "none"))
 
 # demo (`make demo`): the paper's story in minutes on two cores, 6 kinds x 2 tasks x 1 seed. Reversal is
 # position-only (output i reads input 11 - i), which a random synthesizer's softmax(R) can learn; the lookup

@@ -44,6 +44,8 @@ from .machine import machine_info
 from .presets import get_preset
 from .plan import Comparison, Options, Plan, check_same_code, from_pretrained, plan_runs, pretraining_runs, resolve
 from .scale import compare_widths, widths_of
+from .baselines import compare_baselines, positions_of
+from .tuning import compare_lrs, lrs_of
 from .timing import add_timings
 from .progress import Warned, summary
 
@@ -86,7 +88,7 @@ def run_comparison(preset: str, size: str = "quick", *, run_fn: Callable | None 
     (:class:`Hooks`'s, the experiment runner's where left None). ``jobs`` runs train at a time, each in a
     process of its own (``run_fn`` must then be picklable), each with ``threads`` torch threads (default:
     the cores shared out). Returns the results dict (also saved as ``OUT/results.json``)."""
-    for name in ("overrides", "widths"):  # a list from a caller, a tuple in the frozen plan
+    for name in ("overrides", "widths", "lrs", "positions", "tasks"):  # a list from a caller, a tuple in the frozen plan
         if options.get(name) is not None:
             options[name] = tuple(options[name])
     return compare(Options(preset, size, **options), Hooks.of(run_fn, config_fn, load_fn, log, time_fn))
@@ -97,6 +99,10 @@ def compare(options: Options, hooks: Hooks) -> dict:
     preset's) trains one comparison per width (:mod:`.scale`)."""
     if widths_of(options):
         return compare_widths(options, hooks, compare)
+    if positions_of(options):
+        return compare_baselines(options, hooks, compare)
+    if lrs_of(options):
+        return compare_lrs(options, hooks, compare)
     comparison = resolve(options, hooks.config_fn, hooks.log)
     with comparison_lock(comparison.out):  # held until the report is written
         return _Session.open(comparison, options, hooks).run()

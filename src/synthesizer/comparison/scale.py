@@ -19,7 +19,7 @@ from typing import Callable
 from ..errors import positive_int
 from ..report.scale import WIDTH_PREFIX, write_scale_report
 from ..runs.lock import study_lock
-from .plan import Options
+from .plan import Options, comparison_folder as study_folder
 from .presets import get_preset
 
 FFN_RATIO = 4  # d_ff = 4 d_model at every width, as in the paper's (and most) Transformers
@@ -37,10 +37,6 @@ def widths_of(options: Options) -> tuple[int, ...]:
 def width_overrides(width: int) -> list[str]:
     """The overrides that set a model's width: ``d_model`` and the feed-forward layer with it."""
     return [f"model.d_model={width}", f"model.d_ff={FFN_RATIO * width}"]
-
-
-def study_folder(options: Options) -> Path:
-    return Path(options.out or f"runs/compare-{options.preset}-{options.size}")
 
 
 def at_width(options: Options, width: int, seeds: int | None = None) -> Options:

@@ -30,6 +30,13 @@ outside ``[min_len, max_len]`` are drawn again (LRA's length filter); a draw sto
   is, so a model must find it by content.
 * ``diag-reverse``: 12 symbols, ``|``, the same symbols reversed. The length is fixed, so output
   position i always reads input position 11 - i: input-independent attention suffices.
+* ``diag-mqar-zoology-64`` and ``diag-mqar-zoology-128``: multi-query associative recall as Zoology
+  (Arora et al., 2023) sets it, scaled to a CPU: a vocabulary of 1,024 (512 keys ``a*``, 512 values
+  ``b*``), sequences of exactly 64 or 128 tokens. A row holds 4, 8 or 16 key-value pairs (drawn
+  uniformly), then the rest of the sequence in two-token slots: every key is queried once, in a random
+  slot and order (its value follows it and is scored), and the other slots hold random tokens of the
+  whole vocabulary (Zoology's noise). Zoology spaces its queries by a power law; here the slots are
+  uniform. Chance: 1/512.
 * ``diag-lookup``: recall in one step: 8 key-value pairs, each one token (``k3=v5``), ``?``, a key, its
   value. Finding the pair is content-based lookup (its position varies), but a layer's attention
   reaches it directly: one query-key match, where ``diag-recall`` needs two (the value's position from
@@ -60,11 +67,15 @@ N_SYMBOLS = 16
 KEYS = tuple(f"k{i}" for i in range(N_SYMBOLS))
 VALUES = tuple(f"v{i}" for i in range(N_SYMBOLS))  # recall values; copy and reversal symbols
 QUERY, DELIM = "?", "|"
-DIAGNOSTICS = ("recall", "mqar", "mqar-long", "copy", "reverse", "lookup")
+DIAGNOSTICS = ("recall", "mqar", "mqar-long", "copy", "reverse", "lookup", "mqar-zoology-64", "mqar-zoology-128")
 DIAGNOSTIC_CORPORA = tuple(f"diag-{kind}" for kind in DIAGNOSTICS)  # their registered corpus names
 
 VOCAB = (*LISTOPS_OPS, CLOSE, *DIGITS, *KEYS, *VALUES, QUERY, DELIM)
 PAIRS = tuple(f"{k}={v}" for k in KEYS for v in VALUES)  # a key-value pair as one token (diag-lookup)
+ZOOLOGY_KEYS = tuple(f"a{i}" for i in range(512))
+ZOOLOGY_VALUES = tuple(f"b{i}" for i in range(512))
+ZOOLOGY_VOCAB = (*ZOOLOGY_KEYS, *ZOOLOGY_VALUES)  # 1,024 words (Zoology uses 8,192)
+ZOOLOGY_PAIRS = (4, 8, 16)
 
 
 def _rng(kind: str, split: str, seed: int) -> random.Random:
@@ -157,6 +168,24 @@ def lookup_example(rng: random.Random, n_pairs: int = 8) -> dict:
     return _row(tokens, [len(tokens) - 1])
 
 
+def zoology_mqar_example(rng: random.Random, length: int, pair_choices: tuple[int, ...] = ZOOLOGY_PAIRS) -> dict:
+    """Zoology's MQAR in ``length`` tokens: key-value pairs, then two-token slots in which every key is
+    queried once (key, then its value: the answer) among noise pairs of random tokens."""
+    n = rng.choice(pair_choices)
+    slots = (length - 2 * n) // 2
+    if slots < n or length % 2:
+        raise ValueError(f"{n} pairs and their {n} queries do not fit in {length} tokens (an even length >= {4 * n})")
+    keys = rng.sample(range(len(ZOOLOGY_KEYS)), n)
+    values = [rng.randrange(len(ZOOLOGY_VALUES)) for _ in keys]
+    tokens = [tok for k, v in zip(keys, values) for tok in (ZOOLOGY_KEYS[k], ZOOLOGY_VALUES[v])]
+    body = [ZOOLOGY_VOCAB[rng.randrange(len(ZOOLOGY_VOCAB))] for _ in range(2 * slots)]
+    answers = []
+    for q, slot in zip(rng.sample(range(n), n), sorted(rng.sample(range(slots), n))):
+        body[2 * slot], body[2 * slot + 1] = ZOOLOGY_KEYS[keys[q]], ZOOLOGY_VALUES[values[q]]
+        answers.append(len(tokens) + 2 * slot + 1)
+    return _row(tokens + body, answers)
+
+
 def copy_example(rng: random.Random, min_len: int = 4, max_len: int = 12) -> dict:
     """``x1 .. xn | x1 .. xn`` with n uniform in [min_len, max_len]; the copy is scored."""
     xs = [VALUES[rng.randrange(N_SYMBOLS)] for _ in range(rng.randint(min_len, max_len))]
@@ -176,6 +205,8 @@ _DIAGNOSTIC_MAKERS: dict[str, Callable[[random.Random], dict]] = {
     "copy": copy_example,
     "reverse": reverse_example,
     "lookup": lambda rng: lookup_example(rng, 8),
+    "mqar-zoology-64": lambda rng: zoology_mqar_example(rng, 64),
+    "mqar-zoology-128": lambda rng: zoology_mqar_example(rng, 128),
 }
 
 
@@ -201,6 +232,7 @@ class GeneratedCorpus:
     max_len: int = 0
     seed: int = 0
     vocab: tuple[str, ...] = VOCAB  # the words of its fixed tokenizer
+    n_answers: int = N_SYMBOLS  # how many symbols an answer is drawn from (a uniform guess: 1 / n_answers)
 
     @property
     def task(self) -> str:
@@ -214,7 +246,9 @@ class GeneratedCorpus:
 
 # recall has one scored answer per row: a 2-layer vanilla model memorised 20000 rows before it learned the
 # lookup (accuracy ~0.22 after 6000 steps); on 100000 it learns it by about step 2000
-_DIAGNOSTIC_TRAIN_ROWS = {"recall": 100000}
+# Zoology-style MQAR: 40,000 rows (Zoology trains on 100,000 per setting, for up to 64 epochs)
+_DIAGNOSTIC_TRAIN_ROWS = {"recall": 100000, "mqar-zoology-64": 40000, "mqar-zoology-128": 40000}
+_ZOOLOGY = ("mqar-zoology-64", "mqar-zoology-128")
 
 GENERATED: dict[str, GeneratedCorpus] = {
     # CPU size: at most 254 list tokens, so <cls> list <sep> fits 256 positions
@@ -222,7 +256,8 @@ GENERATED: dict[str, GeneratedCorpus] = {
     # the LRA setting: 96k/2k/2k lists of 500-2000 tokens (slow to generate: minutes, on first load)
     "listops-lra": GeneratedCorpus("listops", (96000, 2000, 2000), min_len=500, max_len=2000),
     **{name: GeneratedCorpus(kind, (_DIAGNOSTIC_TRAIN_ROWS.get(kind, 20000), 1000, 2000),
-                             vocab=(*VOCAB, *PAIRS) if kind == "lookup" else VOCAB)
+                             vocab=ZOOLOGY_VOCAB if kind in _ZOOLOGY else (*VOCAB, *PAIRS) if kind == "lookup" else VOCAB,
+                             n_answers=len(ZOOLOGY_VALUES) if kind in _ZOOLOGY else N_SYMBOLS)
        for name, kind in zip(DIAGNOSTIC_CORPORA, DIAGNOSTICS)},
 }
 

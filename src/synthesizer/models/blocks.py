@@ -3,6 +3,7 @@ bookkeeping every model needs (length checks, parameter counts per component).""
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Iterable
@@ -14,6 +15,9 @@ from torch import Tensor, nn
 from ..attention.cache import DecodingState
 from ..attention.cross import CrossAttention, CrossAttentionCache
 from ..attention.factory import build_mixer
+from ..attention.masks import continued_positions
+from ..attention.kinds import Kind
+from ..attention.positions import BIAS_SCHEMES, LAYER_SCHEMES, position_bias
 from .config import ModelConfig
 
 
@@ -28,7 +32,9 @@ def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
 
 
 class Embeddings(nn.Module):
-    """Tokens + absolute positions (+ segments), then dropout: ids (B, t) -> (B, t, d).
+    """Tokens + absolute positions (+ segments), then dropout: ids (B, t) -> (B, t, d). Absolute
+    positions are added with ``positions`` "learned" or "sinusoidal" only: the other schemes put
+    positions into the attention (``attention/positions.py``), or nowhere ("none").
 
     ``start`` is the absolute position of the first id (incremental decoding).
 
@@ -46,8 +52,8 @@ class Embeddings(nn.Module):
         self.token = nn.Embedding(config.vocab_size, config.d_model)
         self.token_scale = math.sqrt(config.d_model)
         self.position = nn.Embedding(config.max_len, config.d_model) if config.positions == "learned" else None
-        if self.position is None:
-            self.register_buffer("sinusoid", sinusoidal_table(config.max_len, config.d_model), persistent=False)
+        table = sinusoidal_table(config.max_len, config.d_model) if config.positions == "sinusoidal" else None
+        self.register_buffer("sinusoid", table, persistent=False)  # None without sinusoidal positions
         self.segment = nn.Embedding(config.n_segments, config.d_model) if segments else None
         self.drop = nn.Dropout(config.dropout)
         self.reset_parameters()
@@ -63,12 +69,17 @@ class Embeddings(nn.Module):
     @torch.no_grad()
     def reset_sinusoid(self) -> None:
         """Recompute the sinusoid table (a buffer left out of the state_dict), where there is one."""
-        if self.position is None:
+        if self.sinusoid is not None:
             self.sinusoid.copy_(sinusoidal_table(*self.sinusoid.shape).to(self.sinusoid.device, self.sinusoid.dtype))
 
-    def forward(self, ids: Tensor, start: int = 0, segment_ids: Tensor | None = None) -> Tensor:
-        pos = torch.arange(start, start + ids.shape[1], device=ids.device)
-        x = self.token(ids) * self.token_scale + (self.position(pos) if self.position is not None else self.sinusoid[pos])
+    def forward(self, ids: Tensor, start: int = 0, segment_ids: Tensor | None = None,
+                positions: Tensor | None = None) -> Tensor:
+        """``positions`` (B, t): each token's own position (left padding, packed documents), instead of
+        start..start+t-1."""
+        x = self.token(ids) * self.token_scale
+        if self.position is not None or self.sinusoid is not None:
+            pos = positions if positions is not None else torch.arange(start, start + ids.shape[1], device=ids.device)
+            x = x + (self.position(pos) if self.position is not None else self.sinusoid[pos])
         if segment_ids is not None:
             if self.segment is None:
                 raise ValueError("segment_ids given to a model built without segment embeddings")
@@ -91,9 +102,58 @@ class FeedForward(nn.Module):
         return self.drop(self.proj(F.gelu(self.fc(x))))
 
 
+def attention_positions(config: ModelConfig) -> str:
+    """The scheme the self-attention layers apply (``positions`` rope, relative or alibi, on a kind
+    with a dot-product component), or "none": absolute embeddings are the embeddings' job, and a
+    synthesizer component or a baseline keeps its own definition."""
+    kind = config.kind
+    uses = isinstance(kind, Kind) and "vanilla" in kind
+    return config.positions if uses and config.positions in LAYER_SCHEMES else "none"
+
+
 def self_attention(config: ModelConfig, causal: bool) -> nn.Module:
     return build_mixer(config.kind, config.d_model, config.n_heads, config.max_len, causal=causal,
-                       dropout=config.dropout, **config.attention_options)
+                       dropout=config.dropout, positions=attention_positions(config), **config.attention_options)
+
+
+def stack_position_bias(config: ModelConfig, causal: bool) -> nn.Module | None:
+    """The position bias a stack of layers shares (relative, alibi; ``attention/positions.py``), or
+    None: computed once per forward pass and handed to every layer."""
+    scheme = attention_positions(config)
+    return position_bias(scheme, config.n_heads, causal, config.d_model) if scheme in BIAS_SCHEMES else None
+
+
+def bias_for(module: nn.Module | None, start: int, n: int, positions: Tensor | None = None,
+             cached: Tensor | None = None) -> Tensor | None:
+    """A stack's position bias (or None without one): rows start..start+n-1 against keys 0..start+n-1
+    (H, n, start + n); with per-token ``positions`` (B, n), those rows against the ``cached`` positions
+    (B, start) then theirs (B, H, n, start + n)."""
+    if module is None:
+        return None
+    if positions is None:
+        return module(start, n, start + n)
+    keys = positions if cached is None else torch.cat([cached, positions], dim=1)
+    return module(positions, keys)
+
+
+def cached_positions(caches: list | None) -> Tensor | None:
+    """The positions a stack's decoding caches hold (B, start), where its layers were given per-token
+    positions; None where they count 0..start-1."""
+    return getattr(caches[0], "positions", None) if caches else None
+
+
+def token_positions(positions: Tensor | None, caches: list | None, t: int) -> Tensor | None:
+    """The positions of t new tokens: as given, or on from each row's last cached one where the caches
+    keep per-token positions, or None (start..start+t-1)."""
+    cached = cached_positions(caches)
+    if positions is None and cached is not None:
+        return continued_positions(cached, t)
+    return positions
+
+
+def takes_positions(mixer: nn.Module) -> bool:
+    """Whether a token mixer's forward takes per-token ``positions`` (the synthesizer layer and ``none``)."""
+    return "positions" in inspect.signature(mixer.forward).parameters
 
 
 class EncoderBlock(nn.Module):
@@ -108,8 +168,14 @@ class EncoderBlock(nn.Module):
         self.ffn = FeedForward(config)
         self.drop = nn.Dropout(config.dropout)
 
-    def forward(self, x: Tensor, padding_mask: Tensor | None = None, cache=None) -> Tensor:
-        x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask, cache=cache))
+    def forward(self, x: Tensor, padding_mask: Tensor | None = None, cache=None,
+                position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
+        # a baseline takes no position bias, and a convolution or Linformer no per-token positions
+        extra = {k: v for k, v in (("position_bias", position_bias), ("positions", positions)) if v is not None}
+        if positions is not None and not takes_positions(self.attn):
+            raise ValueError(f"the {type(self.attn).__name__} mixer takes no per-token positions (left padding, packed "
+                             "documents): give its inputs right-padded, without positions")
+        x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask, cache=cache, **extra))
         return x + self.ffn(self.ln_ffn(x))
 
 
@@ -149,10 +215,12 @@ class DecoderBlock(nn.Module):
         return DecoderLayerCache(self.attn.new_cache(), CrossAttentionCache())
 
     def forward(self, x: Tensor, memory: Tensor | None, memory_padding_mask: Tensor | None = None,
-                padding_mask: Tensor | None = None, cache: DecoderLayerCache | None = None, start: int = 0) -> Tensor:
+                padding_mask: Tensor | None = None, cache: DecoderLayerCache | None = None, start: int = 0,
+                position_bias: Tensor | None = None) -> Tensor:
         """x (B, t, d) target states at positions start..start+t-1; memory (B, s, d)."""
+        extra = {} if position_bias is None else {"position_bias": position_bias}  # a baseline takes none
         x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask,
-                                    cache=None if cache is None else cache.self_attn))
+                                    cache=None if cache is None else cache.self_attn, **extra))
         x = x + self.drop(self.cross(self.ln_cross(x), memory, memory_padding_mask,
                                      cache=None if cache is None else cache.cross, start=start))
         return x + self.ffn(self.ln_ffn(x))
@@ -215,8 +283,10 @@ def stack_param_counts(model: nn.Module) -> dict[str, int]:
     """``count_params`` for a model made of ``embed``, ``blocks`` (each with ``attn``, ``ffn``,
     ``ln_attn``, ``ln_ffn``), ``ln_f`` and ``head``: the language model and the classifier."""
     norms = [m for b in model.blocks for m in (b.ln_attn, b.ln_ffn)] + [model.ln_f]
-    return count_params(model, {"embeddings": [model.embed], "ffn": [b.ffn for b in model.blocks],
-                                "norms": norms, "head": [model.head]}, [b.attn for b in model.blocks])
+    groups = {"embeddings": [model.embed], "ffn": [b.ffn for b in model.blocks], "norms": norms, "head": [model.head]}
+    if model.position_bias is not None:
+        groups["position_bias"] = [model.position_bias]
+    return count_params(model, groups, [b.attn for b in model.blocks])
 
 
 def format_param_counts(counts: dict[str, int]) -> str:

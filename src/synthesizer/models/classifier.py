@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from .blocks import EncoderBlock, Embeddings, stack_param_counts, fit_length, format_param_counts
+from .blocks import (EncoderBlock, Embeddings, bias_for, fit_length, format_param_counts, stack_param_counts,
+                     stack_position_bias)
 from .config import ModelConfig
 
 
@@ -22,14 +23,16 @@ class Classifier(nn.Module):
         self.embed = Embeddings(config, segments=True)
         self.blocks = nn.ModuleList(EncoderBlock(config) for _ in range(config.encoder_layers))
         self.ln_f = nn.LayerNorm(config.d_model)
+        self.position_bias = stack_position_bias(config, causal=False)  # shared by the blocks, or None
         self.drop = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.d_model, config.n_classes)
 
     def forward(self, input_ids: Tensor, padding_mask: Tensor | None = None, segment_ids: Tensor | None = None) -> Tensor:
         input_ids, padding_mask, segment_ids = fit_length(self.config, input_ids, padding_mask, segment_ids)
         x = self.embed(input_ids, segment_ids=segment_ids)
+        bias = bias_for(self.position_bias, 0, input_ids.shape[1])
         for block in self.blocks:
-            x = block(x, padding_mask)
+            x = block(x, padding_mask, None, bias)
         x = self.ln_f(x)
         if self.config.pooling == "first":
             pooled = x[:, 0]
@@ -43,7 +46,8 @@ class Classifier(nn.Module):
 
     def load_encoder(self, source: nn.Module) -> None:
         """Copy the encoder of an encoder-decoder ``source`` (``models/seq2seq.py``) into this classifier:
-        the token (and learned position) embeddings, every encoder block and the final encoder norm. The
+        the token (and learned position) embeddings, the encoder's position bias (relative), every encoder
+        block and the final encoder norm. The
         segment embeddings and the head keep their fresh values (pretraining has neither). The two must
         have the same vocabulary, width, heads, layers, feed-forward size, positions and attention."""
         if len(self.blocks) != len(source.encoder):
@@ -54,6 +58,10 @@ class Classifier(nn.Module):
             raise ValueError("the classifier and the source use different position encodings")
         if self.embed.position is not None:
             pairs.append((self.embed.position, source.src_embed.position))
+        if type(self.position_bias) is not type(source.encoder_position_bias):  # noqa: E721 (relative, alibi, None)
+            raise ValueError("the classifier and the source use different position schemes")
+        if self.position_bias is not None:
+            pairs.append((self.position_bias, source.encoder_position_bias))
         for mine, theirs in pairs:
             mine.load_state_dict(theirs.state_dict())  # strict: a missing key or another shape raises
 

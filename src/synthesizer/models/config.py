@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from ..attention.cross import CROSS_KINDS
 from ..attention.factory import check_options, resolve_kind
 from ..attention.kinds import Kind
+from ..attention.positions import MODEL_POSITIONS
 from ..errors import FieldError, positive_int
 
-POSITIONS = ("learned", "sinusoidal")
+POSITIONS = MODEL_POSITIONS  # learned, sinusoidal, rope, relative, alibi, none
 POOLINGS = ("mean", "first")
 TOO_LONG_POLICIES = ("error", "truncate")
 
@@ -27,6 +28,10 @@ class ModelConfig:
     ``d_ff`` defaults to ``4 * d_model``. ``n_classes=1`` makes the classifier a regressor.
     ``pooling`` (classifier): ``"mean"`` over real tokens or ``"first"`` token.
     ``on_too_long``: ``"error"`` (ValueError) or ``"truncate"`` (keep the first ``max_len`` tokens, warn).
+    ``positions``: ``"learned"`` or ``"sinusoidal"`` absolute embeddings added to the tokens; ``"rope"``,
+    ``"relative"`` (T5's bucketed bias, one table per stack) or ``"alibi"`` on the dot-product
+    component of the self-attention (synthesizer components keep their own positions); or ``"none"``.
+    See ``attention/positions.py``.
     """
 
     vocab_size: int

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from .blocks import DecoderBlock, DecoderLayerCache, EncoderBlock, Embeddings, count_params, fit_length, format_param_counts
+from .blocks import (DecoderBlock, DecoderLayerCache, EncoderBlock, Embeddings, bias_for, count_params, fit_length,
+                     format_param_counts, stack_position_bias)
 from .config import ModelConfig
 
 
@@ -25,6 +26,9 @@ class EncoderDecoder(nn.Module):
         self.ln_enc = nn.LayerNorm(config.d_model)
         self.decoder = nn.ModuleList(DecoderBlock(config) for _ in range(config.decoder_layers))
         self.ln_dec = nn.LayerNorm(config.d_model)
+        # a position bias per stack (relative, alibi), shared by its layers, or None
+        self.encoder_position_bias = stack_position_bias(config, causal=False)
+        self.decoder_position_bias = stack_position_bias(config, causal=True)
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_embeddings:
             self.tgt_embed.token.weight = self.src_embed.token.weight
@@ -34,8 +38,9 @@ class EncoderDecoder(nn.Module):
         """src_ids (B, s) -> memory (B, s, d)."""
         src_ids, src_padding_mask = fit_length(self.config, src_ids, src_padding_mask, what="source")
         x = self.src_embed(src_ids)
+        bias = bias_for(self.encoder_position_bias, 0, src_ids.shape[1])
         for block in self.encoder:
-            x = block(x, src_padding_mask)
+            x = block(x, src_padding_mask, None, bias)
         return self.ln_enc(x)
 
     def new_caches(self) -> list[DecoderLayerCache]:
@@ -49,8 +54,10 @@ class EncoderDecoder(nn.Module):
         start = caches[0].length if caches else 0
         tgt_ids, tgt_padding_mask = fit_length(self.config, tgt_ids, tgt_padding_mask, start=start, what="target")
         x = self.tgt_embed(tgt_ids, start)
+        bias = bias_for(self.decoder_position_bias, start, tgt_ids.shape[1])
         for i, block in enumerate(self.decoder):
-            x = block(x, memory, memory_padding_mask, tgt_padding_mask, None if caches is None else caches[i], start)
+            x = block(x, memory, memory_padding_mask, tgt_padding_mask, None if caches is None else caches[i], start,
+                      bias)
         return self.head(self.ln_dec(x))
 
     def forward(self, src_ids: Tensor, tgt_in: Tensor, src_padding_mask: Tensor | None = None,
@@ -66,10 +73,12 @@ class EncoderDecoder(nn.Module):
         blocks = [*self.encoder, *self.decoder]
         norms = [m for b in self.encoder for m in (b.ln_attn, b.ln_ffn)]
         norms += [m for b in self.decoder for m in (b.ln_attn, b.ln_cross, b.ln_ffn)] + [self.ln_enc, self.ln_dec]
-        return count_params(self, {"embeddings": [self.src_embed, self.tgt_embed],
-                                   "cross_attention": [b.cross for b in self.decoder],
-                                   "ffn": [b.ffn for b in blocks], "norms": norms, "head": [self.head]},
-                            [b.attn for b in blocks])
+        groups = {"embeddings": [self.src_embed, self.tgt_embed], "cross_attention": [b.cross for b in self.decoder],
+                  "ffn": [b.ffn for b in blocks], "norms": norms, "head": [self.head]}
+        biases = [m for m in (self.encoder_position_bias, self.decoder_position_bias) if m is not None]
+        if biases:
+            groups["position_bias"] = biases
+        return count_params(self, groups, [b.attn for b in blocks])
 
     def param_table(self) -> str:
         return format_param_counts(self.param_counts())

@@ -35,20 +35,25 @@ from .groups import build_groups
 from .render import Block, write_report
 from .results import FILENAME, describe_code, failed, load_results
 from .tables import Group, Share, fmt_metric, group_key, group_label
+from ..runs.files import read_json
 
 WIDTH_PREFIX = "width-"
+TUNED, TUNING_FILE, LR_PREFIX = "tuned", "tuning.json", "lr-"  # a width's learning-rate study (comparison/tuning.py)
 REPORT_FILE = "report.md"
 LEARNED_ACCURACY = 0.9  # a recall task counts as learned from this test accuracy on
 FLOPS_PER_PARAM_TOKEN = 6  # forward + backward multiply-adds x 2 per parameter and token (attention's n^2 terms left out)
 
 
 def width_folders(root: str | Path) -> dict[int, Path]:
-    """``{W: ROOT/width-W}`` of every width folder holding a results.json, by width."""
+    """``{W: the folder of width W's comparison}``, by width: ``ROOT/width-W`` where it holds a results.json,
+    or ``ROOT/width-W/tuned`` where the width ran the learning-rate protocol (comparison/tuning.py)."""
     found = {}
-    for path in Path(root).glob(f"{WIDTH_PREFIX}*/{FILENAME}"):
-        suffix = path.parent.name[len(WIDTH_PREFIX):]
-        if suffix.isdigit():
-            found[int(suffix)] = path.parent
+    for folder in Path(root).glob(f"{WIDTH_PREFIX}*"):
+        suffix = folder.name[len(WIDTH_PREFIX):]
+        for results in (folder, folder / TUNED):
+            if suffix.isdigit() and (results / FILENAME).is_file():
+                found[int(suffix)] = results
+                break
     return dict(sorted(found.items()))
 
 
@@ -168,6 +173,34 @@ def _share_table(by_width: dict[int, Group], widths: list[int]) -> tuple[Block, 
     return ("table", ["kind", *[f"width {w}" for w in widths]], rows), readings
 
 
+def _sweep_table(study: Study, key: str, widths: list[int]) -> Block | None:
+    """Per kind and width: the best test score of seed 0 over the swept rates (and that rate), and the
+    rate the protocol chose by validation; None where no width swept learning rates."""
+    best: dict[str, dict[int, str]] = {}
+    for w in widths:
+        root = study.root / f"{WIDTH_PREFIX}{w}"
+        if not (root / TUNING_FILE).is_file():
+            continue
+        chosen = (read_json(root / TUNING_FILE).get("chosen") or {}).get(key, {})
+        scores: dict[str, list[tuple[float, str, int]]] = {}  # kind: (score signed so larger is better, rate, sign)
+        for folder in root.glob(f"{LR_PREFIX}*"):
+            if not (folder / FILENAME).is_file():
+                continue
+            for r in load_results(folder / FILENAME)["runs"]:
+                value = None if failed(r) else r["test_metrics"].get(r["primary_metric"])
+                if group_key(r["task"], r["data"]) == key and r.get("seed", 0) == 0 and value is not None:
+                    sign = 1 if r["higher_is_better"] else -1
+                    scores.setdefault(r["attention"], []).append((sign * value, folder.name[len(LR_PREFIX):], sign))
+        for kind, found in scores.items():
+            signed, lr, sign = max(found)
+            picked = chosen.get(kind)
+            best.setdefault(kind, {})[w] = f"{sign * signed:.3g} ({lr}; chosen {picked!r})"
+    if not best:
+        return None
+    return ("table", ["kind", *[f"width {w}" for w in widths]],
+            [[kind, *(cells.get(w, "—") for w in widths)] for kind, cells in best.items()])
+
+
 def _learned_table(by_width: dict[int, Group], study: Study, key: str, widths: list[int]) -> Block:
     """Seeds that learned the recall task (test accuracy >= LEARNED_ACCURACY), per kind and width."""
     kinds = list(dict.fromkeys(row.kind for g in by_width.values() for row in g.rows))
@@ -253,6 +286,13 @@ def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
                          "does not mean a run has finished learning: a seed that has not learned the task says "
                          "\"not within this budget\", not \"cannot\"."),
                    _learned_table(by_width, study, key, widths)]
+    sweep = _sweep_table(study, key, widths)
+    if sweep is not None:
+        blocks += [("h3", "Best over learning rates (seed 0)"),
+                   ("p", f"Each kind's test {first.metric} at the best of the learning rates swept (the rate in "
+                         "brackets; best by test, as Zoology reports it), from the sweep's first seed, beside the "
+                         "rate the protocol chose by validation loss for every seed (the tables above)."),
+                   sweep]
     learning = _learning_items(by_width)
     if learning:
         blocks += [("h3", "Did vanilla flatten?"), ("list", learning)]
@@ -317,7 +357,7 @@ def _header(study: Study) -> list[Block]:
              *[f"command: `{c}`" for c in commands],
              f"trained by: {'; '.join(code) or 'code not recorded'}",
              "each width's own report, with every table, curve and verdict reason: " + ", ".join(
-                 f"[width {w}]({study.folders[w].name}/report.md)" for w in study.widths)]
+                 f"[width {w}]({study.folders[w].relative_to(study.root).as_posix()}/report.md)" for w in study.widths)]
     return [("h1", f"Synthesizer scale study: {', '.join(first.get('presets') or ['runs'])}"), ("list", items),
             ("p", f"What is measured: the widths listed, each trained for the same number of tokens. Nothing here "
                   f"says what happens beyond the widest width, at other budgets, or at the paper's scale; a trend "

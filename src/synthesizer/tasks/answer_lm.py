@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from ..data.batching import pad_sequences
-from ..data.generated import N_SYMBOLS
+from ..data.generated import GENERATED, N_SYMBOLS
 from ..training.losses import sequence_cross_entropy
 from .base import Task, shuffled_batches, skip_batches, split_of
 
@@ -113,4 +113,6 @@ class AnswerLMTask(Task):
         majority = max(counts, key=lambda t: (counts[t], -t))
         ids, answers = self.encoded(split)
         fractions = [sum(x[a] == majority for a in pos) / len(pos) for x, pos in zip(ids, answers)]
-        return {"chance_accuracy": 1.0 / N_SYMBOLS, "majority_accuracy": sum(fractions) / len(fractions)}
+        spec = GENERATED.get(self.cfg.data.corpus)
+        symbols = spec.n_answers if spec is not None else N_SYMBOLS
+        return {"chance_accuracy": 1.0 / symbols, "majority_accuracy": sum(fractions) / len(fractions)}

@@ -16,6 +16,7 @@ from torch import nn
 from ..attention.dispatch import check_impl
 from ..attention.factory import resolve_kind
 from ..attention.kinds import Kind
+from ..attention.positions import BIAS_SCHEMES
 from ..data.records import Corpus
 from ..data.tokenizer import Tokenizer
 from ..models import Classifier, ModelConfig, build_model
@@ -47,8 +48,9 @@ def check_kind_options(cfg: ExperimentConfig) -> None:
     options = cfg.model.get("attention_options") or {}
     kind = resolve_kind(cfg.model.get("attention", ModelConfig.attention))
     if isinstance(kind, Kind) and "impl" in options:
+        biased = "vanilla" in kind and cfg.model.get("positions", ModelConfig.positions) in BIAS_SCHEMES
         try:
-            check_impl(kind, options["impl"])
+            check_impl(kind, options["impl"], extra_bias=biased)
         except ValueError as e:
             raise ValueError(f"model.attention_options.{e}") from None
 

@@ -122,6 +122,11 @@ class TrainConfig:
     log_every: int = 10
     best_metric: str | None = None           # key of evaluate_fn's dict that picks ``best``
     best_mode: str = "min"                   # "min" or "max"
+    # early stopping at a target: stop once an evaluation gives ``stop_metric`` at or above ``stop_at``
+    # (at or below with stop_mode "min"), e.g. accuracy 0.99 (Zoology's rule for recall)
+    stop_metric: str | None = None
+    stop_at: float | None = None
+    stop_mode: str = "max"
     seed: int = 0
     max_minutes: float | None = None         # wall-clock cap on training, summed over resumes
     amp: bool | None = None                  # bf16 autocast; None: on CUDA only
@@ -154,7 +159,7 @@ class TrainConfig:
                 or not all(_is_number(b) and 0 <= b < 1 for b in betas)):
             raise FieldError("betas", f"betas must be two numbers in [0, 1) such as [0.9, 0.98], got {betas!r}")
         self.betas = tuple(float(b) for b in betas)
-        for name, allowed in (("schedule", SCHEDULES), ("best_mode", ("min", "max"))):
+        for name, allowed in (("schedule", SCHEDULES), ("best_mode", ("min", "max")), ("stop_mode", ("min", "max"))):
             if getattr(self, name) not in allowed:
                 raise FieldError(name, f"{name}={getattr(self, name)!r} is not allowed; allowed: {', '.join(allowed)}")
         self.loggers = check_loggers(self.loggers)
@@ -165,6 +170,12 @@ class TrainConfig:
                 raise FieldError(name, f"{name} must be a boolean ({allowed}), got {value!r}")
         if self.best_metric is not None and not isinstance(self.best_metric, str):
             raise FieldError("best_metric", f"best_metric must be a metric name or null, got {self.best_metric!r}")
+        if self.stop_metric is not None and not isinstance(self.stop_metric, str):
+            raise FieldError("stop_metric", f"stop_metric must be a metric name or null, got {self.stop_metric!r}")
+        if self.stop_at is not None:
+            _check_number("stop_at", self.stop_at, "(the target of stop_metric) or null", lambda v: True)
+        if (self.stop_metric is None) != (self.stop_at is None):
+            raise FieldError("stop_at", "stop_at and stop_metric go together: early stopping needs both stop_metric and stop_at (or neither)")
 
 
 def _is_number(value) -> bool:
@@ -184,7 +195,7 @@ def _check_number(name: str, value, allowed: str, ok: Callable[[float], bool]) -
 @dataclass
 class TrainResult:
     step: int
-    stopped: str                 # "max_steps", "max_minutes", "SIGINT" or "SIGTERM"
+    stopped: str                 # "max_steps", "max_minutes", "target" (stop_at reached), "SIGINT" or "SIGTERM"
     loss: float | None           # training loss of the last update
     metrics: dict = field(default_factory=dict)   # last evaluation
     best_metric: float | None = None
@@ -338,6 +349,17 @@ class Trainer:
                            self._above_since, loss)
 
     # -- evaluation and checkpoints --------------------------------------------------------
+
+    def _reached_target(self, metrics: dict) -> bool:
+        """Whether this evaluation reached the early-stopping target (``stop_metric``, ``stop_at``)."""
+        cfg = self.config
+        if cfg.stop_metric is None or cfg.stop_at is None or not metrics:
+            return False
+        if cfg.stop_metric not in metrics:
+            raise ValueError(f"stop_metric {cfg.stop_metric!r} is not among the evaluation metrics: "
+                             f"{', '.join(sorted(metrics))}")
+        value = metrics[cfg.stop_metric]
+        return value >= cfg.stop_at if cfg.stop_mode == "max" else value <= cfg.stop_at
 
     def evaluate(self) -> dict:
         """Run ``evaluate_fn`` on rank 0 without disturbing the training RNG streams."""
@@ -552,6 +574,9 @@ class Trainer:
                 metrics = self.evaluate()
                 self._log({"kind": "eval", "step": self.step, **metrics})
                 path = self.save(best=self._improved(metrics))
+                if self._reached_target(metrics):
+                    stopped = "target"
+                    break
             elif cfg.save_every and self.step % cfg.save_every == 0:
                 path = self.save()
         if self._above and stopped in ("max_steps", "max_minutes"):

@@ -1,0 +1,129 @@
+"""The learning-rate protocol: every kind at its own best learning rate, chosen on validation.
+
+``synthesizer compare --lrs 1e-3 3e-3 1e-2`` (or a preset's ``lrs``) trains the first seed of every
+(task, kind) at each learning rate, each rate an ordinary comparison in ``OUT/lr-<rate>/`` (the
+preset's overrides, the user's ``--set``, then ``train.lr``). Each (task, kind) then takes the rate
+whose run ended with the lowest validation loss (``valid_metrics.loss``; never a test number), and
+the comparison in ``OUT/tuned/`` trains every seed of every kind at its chosen rate. Its first seed
+is the sweep's run at that rate, read from the sweep's results.json (not trained again), so the
+tuned comparison spends only the other seeds. A (task, kind) none of whose sweep runs finished with a
+finite validation loss (all diverged or failed) trains at the preset's rate, and ``tuning.json`` says
+so. ``OUT/tuning.json`` holds the sweep's validation losses and the choices, rewritten after each rate;
+the tuned comparison's report states the rate of every kind.
+
+This is how MAD (Poli et al., 2024) and Zoology (Arora et al., 2023) compare architectures: each at
+the best of a learning-rate sweep, so that no kind is judged at a rate chosen for another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Callable
+
+from ..report.results import failed
+from ..runs.files import group_key, read_json, write_json
+from ..runs.lock import FolderLock
+from .carry import carry_runs
+from .plan import Options, comparison_folder, lr_override
+from .presets import get_preset
+
+LR_PREFIX = "lr-"
+TUNED = "tuned"
+TUNING_FILE = "tuning.json"
+
+
+def lrs_of(options: Options) -> tuple[float, ...]:
+    """The learning rates to sweep: ``options.lrs``, else the preset's; () for none. ValueError for a rate
+    that is not a positive finite number."""
+    lrs = options.lrs if options.lrs is not None else get_preset(options.preset).lrs
+    for lr in lrs:
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
+            raise ValueError(f"--lrs: a learning rate must be a positive number, got {lr!r}")
+    return tuple(dict.fromkeys(float(lr) for lr in lrs))
+
+
+def lr_folder(out: Path, lr: float) -> Path:
+    """``OUT/lr-<rate>``, the rate as Python writes it shortest (``lr-0.003``)."""
+    return out / f"{LR_PREFIX}{lr!r}"
+
+
+def at_lr(options: Options, lr: float) -> Options:
+    """The sweep's comparison at one rate: the first seed only, in ``OUT/lr-<rate>``, ``train.lr`` set last."""
+    return dataclasses.replace(options, lrs=(), seeds=1, out=lr_folder(comparison_folder(options), lr),
+                               overrides=(*options.overrides, lr_override(lr)), lr_by_run=())
+
+
+def _valid_loss(record: dict) -> float | None:
+    """A finished run's final validation loss, or None (failed, diverged, or not finite)."""
+    if failed(record) or record.get("diverged"):
+        return None
+    loss = (record.get("valid_metrics") or {}).get("loss")
+    return float(loss) if isinstance(loss, (int, float)) and math.isfinite(loss) else None
+
+
+def sweep_table(sweep: dict[float, dict]) -> dict[str, dict[str, dict[str, float | None]]]:
+    """``{task group: {kind: {rate: validation loss or None}}}`` of the first seed at every rate."""
+    table: dict[str, dict[str, dict[str, float | None]]] = {}
+    for lr, results in sweep.items():
+        for record in results["runs"]:
+            if record.get("seed", 0) != 0:
+                continue
+            key = group_key(record["task"], record["data"])
+            table.setdefault(key, {}).setdefault(record["attention"], {})[repr(lr)] = _valid_loss(record)
+    return table
+
+
+def choose(table: dict[str, dict[str, dict[str, float | None]]]) -> dict[str, dict[str, float | None]]:
+    """Each (task group, kind)'s rate with the lowest validation loss; None where no rate gave one."""
+    chosen: dict[str, dict[str, float | None]] = {}
+    for key, kinds in table.items():
+        for kind, losses in kinds.items():
+            finite = {lr: loss for lr, loss in losses.items() if loss is not None}
+            chosen.setdefault(key, {})[kind] = float(min(finite, key=finite.get)) if finite else None
+    return chosen
+
+
+def tuned_options(options: Options, chosen: dict[str, dict[str, float | None]]) -> Options:
+    """The tuned comparison: every seed, each (task, kind) at its chosen rate, in ``OUT/tuned``."""
+    by_run = tuple((key, kind, lr) for key, kinds in chosen.items() for kind, lr in kinds.items() if lr is not None)
+    return dataclasses.replace(options, lrs=(), out=comparison_folder(options) / TUNED, lr_by_run=by_run)
+
+
+def write_tuning(out: Path, lrs: tuple[float, ...], table: dict, chosen: dict) -> Path:
+    """``OUT/tuning.json``: the rates swept, the first seed's validation loss at each, and the choices."""
+    path = out / TUNING_FILE
+    write_json(path, {"lrs": list(lrs), "rule": "lowest validation loss of seed 0", "valid_loss": table,
+                      "chosen": chosen})
+    return path
+
+
+def read_tuning(out: Path) -> dict | None:
+    """The tuning.json of a learning-rate study's folder, or None where there is none."""
+    path = Path(out) / TUNING_FILE
+    return read_json(path) if path.is_file() else None
+
+
+def compare_lrs(options: Options, hooks, compare_fn: Callable) -> dict:
+    """The sweep (``OUT/lr-*``, first seed, no timing), the choice, then the tuned comparison
+    (``OUT/tuned``, every seed, timed as any comparison), each with ``compare_fn(options, hooks)``.
+    Returns the tuned comparison's results."""
+    lrs = lrs_of(options)
+    out = comparison_folder(options)
+    out.mkdir(parents=True, exist_ok=True)
+    with FolderLock(out, "learning-rate study folder"):
+        sweep: dict[float, dict] = {}
+        for lr in lrs:
+            hooks.log(f"learning rate {lr!r}, seed 0: {lr_folder(out, lr)}")
+            sweep[lr] = compare_fn(at_lr(options, lr), dataclasses.replace(hooks, time_fn=None))
+            table = sweep_table(sweep)
+            write_tuning(out, lrs, table, choose(table))
+        chosen = choose(sweep_table(sweep))
+        for key, kinds in chosen.items():
+            listed = ", ".join(f"{kind} {lr!r}" if lr is not None else f"{kind} (no rate finished: the preset's)"
+                               for kind, lr in kinds.items())
+            hooks.log(f"{key}: learning rates chosen by validation loss: {listed}")
+        tuned = tuned_options(options, chosen)
+        carry_runs(tuned, hooks, [lr_folder(out, lr) for lr in lrs])  # each kind's first seed at its rate
+        return compare_fn(tuned, hooks)

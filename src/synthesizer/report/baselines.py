@@ -1,0 +1,202 @@
+"""The baselines study's report: what each position scheme changes in vanilla, which learning rate each
+kind took, and the claims re-judged against the strongest tuned vanilla.
+
+A baselines study (comparison/baselines.py) keeps, per task, ordinary comparisons in ``ROOT/<task>/``:
+``positions-<scheme>/`` (vanilla with each scheme), ``lr-<rate>/`` (the sweep's first seed),
+``tuned/`` (every kind at its chosen rate, with the strongest scheme) and ``matched-<kind>/`` (vanilla
+widened to a kind's parameter count), beside ``tuning.json`` and ``study.json``. This module reads
+those files alone and writes ``ROOT/report.md`` (and .html). Per task:
+
+(a) vanilla's score with each scheme (mean ± std over seeds) and its difference from learned absolute
+    positions, the committed comparisons' vanilla, with a 95% t-interval over paired seeds;
+(b) dense+vanilla against the strongest tuned vanilla: the difference with its interval, and as a share
+    of vanilla's gain over ``none`` (attention's whole contribution);
+(c) the claims' verdicts on ``tuned/`` (its report gives the reasons);
+(d) the validation loss of every kind at every rate of the sweep, and the rate it took;
+and each kind with at least 10% more parameters than vanilla against a vanilla of its size.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from .claims import evaluate_claims, verdict_label
+from .groups import build_groups
+from .render import Block, write_report
+from .results import FILENAME, describe_code, failed, load_results
+from .stats import paired_t_interval
+from ..runs.files import group_key, read_json
+
+POSITIONS_PREFIX = "positions-"
+MATCHED_PREFIX = "matched-"
+TUNED = "tuned"
+STUDY_FILE = "study.json"
+TUNING_FILE = "tuning.json"
+CLAIMS_READ = (1, 2, 4)  # the claims the study re-judges: the pure synthesizers' gap, random's, the mixtures'
+REFERENCE_SCHEME = "learned"  # the committed comparisons' vanilla
+
+
+def _results(folder: Path) -> dict | None:
+    return load_results(folder / FILENAME) if (folder / FILENAME).is_file() else None
+
+
+def _scores(results: dict | None, kind: str) -> dict[int, float]:
+    """{seed: primary test metric} of a kind's finished runs."""
+    if results is None:
+        return {}
+    out = {}
+    for r in results["runs"]:
+        if r["attention"] == kind and not failed(r):
+            value = r["test_metrics"].get(r["primary_metric"])
+            if value is not None:
+                out[int(r.get("seed", 0))] = float(value)
+    return out
+
+
+def _metric(results: dict | None) -> tuple[str, bool]:
+    for r in (results or {}).get("runs", []):
+        if not failed(r):
+            return r["primary_metric"], r["higher_is_better"]
+    return "score", True
+
+
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return "—"
+    mean = statistics.fmean(values)
+    return f"{mean:.4g} ± {statistics.stdev(values):.2g}" if len(values) > 1 else f"{mean:.4g}"
+
+
+def _difference(a: dict[int, float], b: dict[int, float]) -> str:
+    """``mean(a - b)`` over the seeds both have, with its 95% t-interval (n/a with fewer than 2)."""
+    seeds = sorted(set(a) & set(b))
+    if len(seeds) < 2:
+        return "n/a (fewer than 2 paired seeds)" if seeds else "—"
+    iv = paired_t_interval([a[s] for s in seeds], [b[s] for s in seeds])
+    return f"{iv.estimate:+.3g} [{iv.low:+.3g}, {iv.high:+.3g}]"
+
+
+def _scheme_blocks(schemes: dict[str, dict | None], strongest: str | None, metric: str, better: str) -> list[Block]:
+    """(a): vanilla's score with each scheme and its difference from learned absolute positions."""
+    reference = _scores(schemes.get(REFERENCE_SCHEME), "vanilla")
+    rows = []
+    for scheme, results in schemes.items():
+        scores = _scores(results, "vanilla")
+        rows.append([scheme + (" (the strongest)" if scheme == strongest else ""), str(len(scores)),
+                     _mean_std(list(scores.values())),
+                     "—" if scheme == REFERENCE_SCHEME else _difference(scores, reference)])
+    return [("h3", "(a) Vanilla with each position scheme"),
+            ("p", f"Test {metric} ({better} is better), mean ± std over seeds, at the preset's learning rate; the "
+                  f"difference from learned absolute positions (the committed comparisons' vanilla) is the mean "
+                  "over paired seeds with its 95% t-interval. The strongest scheme was chosen by seed 0's "
+                  "validation loss."),
+            ("table", ["positions", "seeds", metric, f"difference from {REFERENCE_SCHEME}"], rows)]
+
+
+def _rate_blocks(tuning: dict) -> list[Block]:
+    """(d): seed 0's validation loss at every rate, and the rate each kind took."""
+    if not tuning.get("valid_loss"):
+        return []
+    lrs = [repr(float(lr)) for lr in tuning.get("lrs", [])]
+    rows = []
+    for key, kinds in tuning["valid_loss"].items():
+        for kind, losses in kinds.items():
+            chosen = (tuning.get("chosen") or {}).get(key, {}).get(kind)
+            rows.append([kind, *[("—" if losses.get(lr) is None else f"{losses[lr]:.4f}") for lr in lrs],
+                         "the preset's (none finished)" if chosen is None else repr(chosen)])
+    return [("h3", "(d) Learning rates"),
+            ("p", "Validation loss of seed 0 at each rate of the sweep (— where the run diverged or failed), "
+                  "and the rate each kind then trained every seed at (the lowest validation loss)."),
+            ("table", ["kind", *lrs, "chosen"], rows)]
+
+
+def _verdicts(runs: list[dict], timings: dict | None) -> dict[int, str]:
+    return {v.number: verdict_label(v) for v in evaluate_claims(build_groups(runs, timings))}
+
+
+def _tuned_blocks(tuned: dict, metric: str, better: str, before: list[dict]) -> list[Block]:
+    """(b) dense+vanilla against the strongest tuned vanilla, and (c) the claims on the tuned comparison,
+    beside their verdicts on ``before`` (the comparisons the study re-judges, where given)."""
+    vanilla, dense_vanilla, none = (_scores(tuned, k) for k in ("vanilla", "dense+vanilla", "none"))
+    items = [f"dense+vanilla minus vanilla, test {metric}: {_difference(dense_vanilla, vanilla)}"]
+    if vanilla and none and dense_vanilla:
+        gain = statistics.fmean(none.values()) - statistics.fmean(vanilla.values())
+        if gain:
+            lead = statistics.fmean(vanilla.values()) - statistics.fmean(dense_vanilla.values())
+            items.append(f"vanilla's gain over `none` (what its attention adds): {abs(gain):.4g}; dense+vanilla's "
+                         f"lead over vanilla is {100 * lead / gain:+.0f}% of it ({better} {metric} is better)")
+    after = _verdicts(tuned["runs"], tuned.get("timings"))
+    keys = {group_key(r["task"], r["data"]) for r in tuned["runs"]}
+    blocks = [("h3", "(b) dense+vanilla against the strongest vanilla"), ("list", items),
+              ("h3", "(c) The claims against the strongest tuned vanilla"),
+              ("p", f"Verdicts of [the tuned comparison's report]({TUNED}/report.md), which gives each one's reasons.")]
+    if not before:
+        return blocks + [("table", ["claim", "verdict"], [[str(n), after.get(n, "—")] for n in CLAIMS_READ])]
+    earlier = _verdicts([r for results in before for r in results["runs"] if group_key(r["task"], r["data"]) in keys],
+                        None)
+    return blocks + [("p", "Before: the same task in the comparison the study re-judges (learned absolute positions, "
+                           "every kind at vanilla's rate; its speed checks are left out here)."),
+                     ("table", ["claim", "before", "against the strongest tuned vanilla"],
+                      [[str(n), earlier.get(n, "—"), after.get(n, "—")] for n in CLAIMS_READ])]
+
+
+def _matched_blocks(folder: Path, tuned: dict, matched_d_ff: dict, metric: str) -> list[Block]:
+    """Each kind with at least 10% more parameters than vanilla against a vanilla of its size."""
+    rows = []
+    for path in sorted(folder.glob(f"{MATCHED_PREFIX}*")):
+        kind = path.name[len(MATCHED_PREFIX):]
+        wide, theirs = _scores(_results(path), "vanilla"), _scores(tuned, kind)
+        rows.append([kind, str(matched_d_ff.get(kind, "?")), _mean_std(list(wide.values())),
+                     _mean_std(list(theirs.values())), _difference(theirs, wide)])
+    if not rows:
+        return []
+    return [("h3", "Against a vanilla of the same size"),
+            ("p", "Vanilla widened in d_ff to the parameter count of each kind that has at least 10% more "
+                  "than vanilla, at vanilla's chosen rate."),
+            ("table", ["kind", "vanilla's d_ff", f"wide vanilla {metric}", f"kind {metric}",
+                       "kind minus wide vanilla"], rows)]
+
+
+def _task_blocks(folder: Path, before: list[dict]) -> list[Block]:
+    study = read_json(folder / STUDY_FILE) if (folder / STUDY_FILE).is_file() else {}
+    tuning = read_json(folder / TUNING_FILE) if (folder / TUNING_FILE).is_file() else {}
+    schemes = {p.name[len(POSITIONS_PREFIX):]: _results(p) for p in sorted(folder.glob(f"{POSITIONS_PREFIX}*"))}
+    tuned = _results(folder / TUNED)
+    metric, higher = _metric(tuned or next((r for r in schemes.values() if r), None))
+    better = "higher" if higher else "lower"
+    blocks: list[Block] = [("h2", f"`{folder.name}`")]
+    blocks += _scheme_blocks(schemes, study.get("strongest"), metric, better)
+    blocks += _rate_blocks(tuning)
+    if tuned is not None:
+        blocks += _tuned_blocks(tuned, metric, better, before)
+        blocks += _matched_blocks(folder, tuned, study.get("matched_d_ff") or {}, metric)
+    return blocks
+
+
+def task_folders(root: Path) -> list[Path]:
+    """The study's task folders: those holding a ``positions-*`` comparison or a study.json."""
+    return sorted(p for p in root.iterdir() if p.is_dir() and ((p / STUDY_FILE).is_file()
+                                                                or any(p.glob(f"{POSITIONS_PREFIX}*/{FILENAME}"))))
+
+
+def write_baselines_report(root: str | Path, against: list[str | Path] = ()) -> Path:
+    """Write ``ROOT/report.md`` (and report.html) from the study's folders; ``against``: comparison folders
+    (the committed ones the study re-judges) whose verdicts on the same tasks stand beside the new ones."""
+    root = Path(root)
+    before = [load_results(Path(folder) / FILENAME) for folder in against]
+    folders = task_folders(root)
+    if not folders:
+        raise ValueError(f"{root}: no task folder with {POSITIONS_PREFIX}*/{FILENAME}, so no baselines study to report")
+    code = sorted({describe_code((r.get("provenance") or {}).get("code")) for f in folders
+                   for sub in f.iterdir() if (sub / FILENAME).is_file()
+                   for r in load_results(sub / FILENAME)["runs"] if (r.get("provenance") or {}).get("code")})
+    blocks: list[Block] = [
+        ("h1", "Synthesizer baselines study: the strongest vanilla, every kind at its best learning rate"),
+        ("list", [f"tasks: {', '.join(f.name for f in folders)}", f"trained by: {'; '.join(code) or 'code not recorded'}",
+                  "every choice (the position scheme, each kind's learning rate) by the lowest validation loss of "
+                  "seed 0; no test number chooses anything"])]
+    for folder in folders:
+        blocks += _task_blocks(folder, before)
+    md, _ = write_report(blocks, root, "Synthesizer baselines study")
+    return md

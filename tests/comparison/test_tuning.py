@@ -1,0 +1,179 @@
+"""The learning-rate protocol (compare --lrs) and the baselines study (compare --positions / --preset
+baselines), with a fake runner whose validation loss depends on the rate, the positions and the kind."""
+
+import json
+
+import pytest
+
+from synthesizer.comparison import run_comparison
+from synthesizer.comparison.baselines import matched_d_ff, positions_of, strongest
+from synthesizer.comparison.command import plan_commands
+from synthesizer.comparison.plan import Options
+from synthesizer.comparison.tuning import TUNING_FILE, choose, lrs_of
+from synthesizer.report.results import load_results
+from synthesizer.tasks.config import ExperimentConfig
+
+from .test_compare import FakeRunner, load_fn
+
+# each kind's best rate: vanilla 3e-3, random 1e-2, none 1e-3
+BEST = {"vanilla": 3e-3, "random": 1e-2, "random+vanilla": 3e-3, "none": 1e-3}
+POSITION_GAIN = {"learned": 0.0, "rope": 0.3, "alibi": 0.2, "none": -0.5}
+
+
+def config_fn(name, overrides):
+    """The preset's config checked as it is, then a tiny one that keeps the rate, positions and width (d_model, d_ff)."""
+    ExperimentConfig.from_file(name, overrides)
+    base = {"task": "lm", "data": {"corpus": "sotu"}, "model": {"d_model": 16, "n_heads": 2, "n_layers": 1,
+                                                                 "max_len": 16},
+            "train": {"max_steps": 5}, "tokenizer": {"vocab_size": 300}, "batch": {"block_size": 16}}
+    kept = [o for o in overrides if o.startswith(("train.lr", "model.positions", "model.d_", "train.max_steps"))]
+    return ExperimentConfig.from_dict(base, kept)
+
+
+class TunedRunner(FakeRunner):
+    """Validation loss: 4 - positions gain + |log10(lr / kind's best)|; the test score follows it."""
+
+    def __call__(self, cfg, out_dir, resume=False, progress=True):
+        result = super().__call__(cfg, out_dir, resume, progress)
+        import math
+        lr, kind = cfg.train["lr"], cfg.attention
+        loss = (4.0 - POSITION_GAIN.get(cfg.model.get("positions", "learned"), 0.0)
+                + abs(math.log10(lr / BEST[kind])) + 0.01 * cfg.seed + (0.2 if kind == "none" else 0.0))
+        result["valid_metrics"] = {"loss": loss}
+        result["test_metrics"] = {"perplexity": math.exp(loss)}
+        d = cfg.model["d_model"]
+        d_ff = cfg.model.get("d_ff") or 4 * d
+        total = 5000 + (3000 if kind.startswith("random") else 0) + (2 * d + 1) * (d_ff - 4 * d)  # one layer
+        result["params"] = {"total": total, "by_component": {"ffn": (2 * d + 1) * d_ff + d}}
+        result["lr_seen"] = lr
+        (out_dir / "result.json").write_text(json.dumps(result))
+        return result
+
+
+def study(tmp_path, runner, **kw):
+    lines = []
+    results = run_comparison("lm", "quick", run_fn=runner, config_fn=config_fn, load_fn=load_fn, heatmaps=False,
+                             log=lines.append, out=tmp_path, **kw)
+    return results, lines
+
+
+def test_the_rates_come_from_the_option_or_the_preset_and_must_be_positive():
+    assert lrs_of(Options("lm")) == ()
+    assert lrs_of(Options("baselines")) == (1e-3, 3e-3, 1e-2)
+    assert lrs_of(Options("lm", lrs=(3e-3, 1e-3, 3e-3))) == (3e-3, 1e-3)
+    for bad in (0.0, -1e-3, float("nan")):
+        with pytest.raises(ValueError, match="--lrs: a learning rate must be a positive number"):
+            lrs_of(Options("lm", lrs=(bad,)))
+    assert positions_of(Options("baselines")) == ("learned", "sinusoidal", "rope", "relative", "alibi", "none")
+    with pytest.raises(ValueError, match="unknown scheme 'rotary'; allowed: learned, sinusoidal, rope"):
+        positions_of(Options("lm", positions=("rotary",)))
+
+
+def test_choose_takes_the_lowest_validation_loss_and_skips_what_did_not_finish():
+    table = {"lm-sotu": {"vanilla": {"0.001": 4.5, "0.003": 4.1, "0.01": None}, "random": {"0.001": None}}}
+    assert choose(table) == {"lm-sotu": {"vanilla": 0.003, "random": None}}
+
+
+def test_a_sweep_picks_each_kinds_rate_on_seed_0_then_trains_the_other_seeds_at_it(tmp_path):
+    runner = TunedRunner()
+    results, lines = study(tmp_path, runner, kinds=["vanilla", "random"], baselines=["none"], seeds=3,
+                           lrs=(1e-3, 3e-3, 1e-2))
+    # the sweep: seed 0 of every kind at every rate; then seeds 1 and 2 at the chosen rate only (the first
+    # seeds at the chosen rates are not trained again)
+    seeds = [seed for _, seed, _, _ in runner.calls]
+    assert seeds == [0] * 9 + [1] * 3 + [2] * 3
+    tuning = json.loads((tmp_path / TUNING_FILE).read_text())
+    assert tuning["chosen"]["lm-sotu"] == {"vanilla": 3e-3, "random": 1e-2, "none": 1e-3}
+    tuned = load_results(tmp_path / "tuned" / "results.json")
+    assert len(tuned["runs"]) == 9
+    for record in tuned["runs"]:
+        assert record["config"]["train"]["lr"] == BEST[record["attention"]]
+    carried = [r for r in tuned["runs"] if r["seed"] == 0]
+    assert all(r["run_dir"].startswith("../lr-") for r in carried)
+    assert any("learning rates chosen by validation loss: vanilla 0.003, random 0.01, none 0.001" in line
+               for line in lines)
+    # running it again trains nothing
+    runner2 = TunedRunner()
+    study(tmp_path, runner2, kinds=["vanilla", "random"], baselines=["none"], seeds=3, lrs=(1e-3, 3e-3, 1e-2))
+    assert runner2.calls == []
+
+
+def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_with_it(tmp_path):
+    runner = TunedRunner()
+    results, lines = study(tmp_path, runner, kinds=["vanilla", "random"], baselines=["none"], seeds=2,
+                           lrs=(1e-3, 3e-3, 1e-2), positions=("learned", "rope", "alibi", "none"))
+    folder = tmp_path / "lm-sotu-small"
+    saved = json.loads((folder / "study.json").read_text())
+    assert saved["strongest"] == "rope"
+    assert any("positions=rope" in line for line in lines)
+    tuned = load_results(folder / "tuned" / "results.json")
+    assert {r["config"]["model"]["positions"] for r in tuned["runs"]} == {"rope"}
+    assert {(r["attention"], r["seed"]) for r in tuned["runs"]} == {(k, s) for k in ("vanilla", "random", "none")
+                                                                    for s in (0, 1)}
+    # every scheme has both seeds; rope's second vanilla seed is tuned/'s (same config), not trained twice
+    for scheme in ("learned", "rope", "alibi", "none"):
+        runs = load_results(folder / f"positions-{scheme}" / "results.json")["runs"]
+        assert sorted(r["seed"] for r in runs) == [0, 1]
+    vanilla = [c for c in runner.calls if c[0] == "vanilla"]
+    # positions stage 4 x seed 0, sweep 2 more rates for vanilla (3e-3 is rope's seed 0), tuned seed 1,
+    # the other schemes' seed 1 (3), and the random-sized vanilla's 2 seeds
+    assert len(vanilla) == 4 + 2 + 1 + 3 + 2
+    # random has 1.6x vanilla's parameters: a vanilla of its size trains at vanilla's rate
+    assert saved["matched_d_ff"] == {"random": 256 + round(3000 / 129)}  # the quick preset: d_model 64, d_ff 256
+    wide = load_results(folder / "matched-random" / "results.json")["runs"]
+    assert {r["config"]["model"]["d_ff"] for r in wide} == {279} and {r["lr_seen"] for r in wide} == {3e-3}
+    report = (tmp_path / "report.md").read_text()
+    assert "(a) Vanilla with each position scheme" in report and "rope (the strongest)" in report
+    assert "(d) Learning rates" in report and "(c) The claims against the strongest tuned vanilla" in report
+
+
+def test_the_baselines_report_puts_the_verdicts_before_beside_the_new_ones(tmp_path):
+    from synthesizer.comparison.main import main
+    study(tmp_path / "study", TunedRunner(), kinds=["vanilla", "random"], baselines=["none"], seeds=2, lrs=(3e-3,),
+          positions=("learned", "rope"))
+    study(tmp_path / "before", TunedRunner(), kinds=["vanilla", "random"], baselines=["none"], seeds=2)
+    assert main(["--render", str(tmp_path / "study"), "--against", str(tmp_path / "before")]) == 0
+    report = (tmp_path / "study" / "report.md").read_text()
+    assert "| claim | before | against the strongest tuned vanilla |" in report
+    with pytest.raises(ValueError, match="--against puts a baselines study's verdicts"):
+        main(["--render", str(tmp_path / "before"), "--against", str(tmp_path / "before")])
+
+
+def test_strongest_and_matched_d_ff():
+    runs = {s: {"runs": [{"task": "lm", "data": "x", "attention": "vanilla", "seed": 0, "test_metrics": {"p": 1.0},
+                          "primary_metric": "p", "higher_is_better": False, "valid_metrics": {"loss": loss}}]}
+            for s, loss in (("learned", 4.0), ("rope", 3.5))}
+    assert strongest(("learned", "rope"), runs) == "rope"
+    vanilla = {"params": {"total": 236288, "by_component": {"ffn": 66176}},
+               "config": {"model": {"d_model": 64, "d_ff": 256}}}
+    random = {"params": {"total": 350720}}
+    assert matched_d_ff(vanilla, random) == 256 + round((350720 - 236288) / (2 * 129))
+    assert matched_d_ff(vanilla, {"params": {"total": 250000}}) is None  # less than 10% more
+
+
+def test_plan_refuses_a_study_that_chooses_from_finished_runs():
+    with pytest.raises(ValueError, match="--plan lists the runs of one comparison"):
+        plan_commands(Options("lm", lrs=(1e-3,)))
+
+
+def test_a_scale_study_with_a_sweep_tunes_every_width_and_reports_the_best_rate(tmp_path):
+    runner = TunedRunner()
+    study(tmp_path, runner, kinds=["vanilla", "random"], baselines=["none"], seeds=2, lrs=(1e-3, 1e-2),
+          widths=(16, 32))
+    for width in (16, 32):
+        tuned = load_results(tmp_path / f"width-{width}" / "tuned" / "results.json")
+        assert {(r["attention"], r["seed"]) for r in tuned["runs"]} == {(k, s) for k in ("vanilla", "random", "none")
+                                                                        for s in (0, 1)}
+    report = (tmp_path / "report.md").read_text()
+    assert "Best over learning rates (seed 0)" in report
+    assert "[width 16](width-16/tuned/report.md)" in report
+    # random is best at 1e-2 of the two rates; its cell names the best rate and the chosen one
+    assert "(0.01; chosen 0.01)" in report and "(0.001; chosen 0.001)" in report
+
+
+def test_the_recall_preset_sweeps_zoologys_rates_at_three_widths():
+    assert lrs_of(Options("recall", "standard")) == (1e-4, 4.6e-4, 2.2e-3, 1e-2)
+    from synthesizer.comparison.scale import widths_of
+    assert widths_of(Options("recall", "standard")) == (32, 64, 128)
+    cfg = ExperimentConfig.from_file("diag-mqar-zoology-128-small", [])
+    assert cfg.train.stop_metric == "accuracy" and cfg.train.stop_at == 0.99 and cfg.model["max_len"] == 128
