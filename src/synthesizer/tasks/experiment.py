@@ -45,10 +45,10 @@ def check_kind_options(cfg: ExperimentConfig) -> None:
     """The attention options that hold for some kinds only (``impl``), checked against the run's own kind before
     its folder takes any file: a bad one is one line, and no folder is left of a run that never trained (a config
     checks the option's value alone, since ``--attention`` may change the kind after it is read)."""
-    options = cfg.model.get("attention_options") or {}
-    kind = resolve_kind(cfg.model.get("attention", ModelConfig.attention))
+    options = cfg.model.attention_options or {}
+    kind = resolve_kind(cfg.model.attention)
     if isinstance(kind, Kind) and "impl" in options:
-        biased = "vanilla" in kind and cfg.model.get("positions", ModelConfig.positions) in BIAS_SCHEMES
+        biased = "vanilla" in kind and cfg.model.positions in BIAS_SCHEMES
         try:
             check_impl(kind, options["impl"], extra_bias=biased)
         except ValueError as e:
