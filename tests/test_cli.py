@@ -95,7 +95,7 @@ def test_a_trained_run_is_never_overwritten(runs, capsys, tmp_path):
     config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu-subset"}))
     before = sorted(p.name for p in runs["lm"].iterdir())
     code, _, err = run_cli(["train", "--config", str(config), "--out", str(runs["lm"])], capsys)
-    assert code == 2 and "already holds a trained run" in err and "--resume" in err
+    assert code == 2 and "already holds a finished run" in err and "--resume" in err
     assert sorted(p.name for p in runs["lm"].iterdir()) == before
 
 
@@ -369,3 +369,28 @@ def test_the_classifier_input_is_the_tasks_encoding_cut_longer_part_first():
     assert ids[0] == tok.cls_id and ids.count(tok.sep_id) == 2
     with pytest.raises(ValueError, match="too long"):
         encode_input(tok, "a a a a a a", None, 4, fit=lambda n: (_ for _ in ()).throw(ValueError("too long")))
+
+
+def test_an_impl_is_checked_with_the_kind_before_anything_is_printed_or_written(tmp_path, capsys):
+    config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu-subset"}))
+    code, out, err = run_cli(["train", "--config", str(config), "--set", "model.attention_options.impl=bogus",
+                              "--print-config"], capsys)
+    assert code == 2 and out == "" and "impl must be one of auto, reference" in err and err.count("\n") == 1
+    for extra in (["--print-config"], ["--out", str(tmp_path / "run")]):
+        code, out, err = run_cli(["train", "--config", str(config), "--attention", "vanilla", "--set",
+                                  "model.attention_options.impl=wide_qk", *extra], capsys)
+        assert code == 2 and out == "" and "model.attention_options.impl='wide_qk' does not apply to kind 'vanilla'" in err
+    assert not (tmp_path / "run").exists()  # no folder of a run that never trained
+    code, out, _ = run_cli(["train", "--config", str(config), "--attention", "dense+vanilla", "--set",
+                            "model.attention_options.impl=wide_qk", "--print-config"], capsys)
+    assert code == 0 and "impl: wide_qk" in out  # the kind given on the command line is the one checked
+
+
+def test_a_truncated_experiment_json_is_named(runs, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "lm"
+    shutil.copytree(runs["lm"], run, symlinks=True)
+    (run / "experiment.json").write_text((run / "experiment.json").read_text()[:40])
+    code, _, err = run_cli(["evaluate", "--run", str(run)], capsys)
+    assert code == 2 and err.startswith(f"error: {run / 'experiment.json'}: not valid JSON") and err.count("\n") == 1

@@ -141,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
 def cmd_train(args: argparse.Namespace) -> int:
     require("safetensors")  # the first checkpoint is saved after training steps: fail now, not then
     from .tasks.config import ExperimentConfig, resolve_config
-    from .tasks.experiment import run_experiment
+    from .tasks.experiment import check_kind_options, run_experiment
     from .report.results import STOPPED, outcome
     from .training import distributed
 
@@ -152,6 +152,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     cfg = ExperimentConfig.from_file(args.config, args.overrides)
     if args.attention:
         cfg = cfg.with_attention(args.attention)
+    check_kind_options(cfg)  # with the kind it trains: before printing it, and before its folder is made
     if args.print_config:
         import yaml
 

@@ -122,10 +122,13 @@ def test_compare_runs_every_kind_and_writes_the_report(tmp_path):
 
 def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatch):
     monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
-    first = FakeRunner(stop={"random"})
-    results, lines = run(tmp_path, first, heatmaps=False)
+    first, lines = FakeRunner(stop={"random"}), []
+    with pytest.raises(KeyboardInterrupt):  # a run stopped by a signal stops the comparison: the command exits 130
+        run_comparison("lm", "quick", out=tmp_path, run_fn=first, config_fn=config_fn, load_fn=load_fn,
+                       log=lines.append, kinds=["vanilla", "random", "random+vanilla"], baselines=[], heatmaps=False)
     assert [c[0] for c in first.calls] == ["vanilla", "random"]  # stopped at the interrupted run
     assert any("interrupted" in line for line in lines) and not any("report:" in line for line in lines)
+    assert [r["attention"] for r in load_results(tmp_path)["runs"]] == ["vanilla"]  # what finished is saved
     second = FakeRunner()
     results, _ = run(tmp_path, second, heatmaps=False)
     assert [(c[0], c[2]) for c in second.calls] == [("random", True), ("random+vanilla", False)]
@@ -138,7 +141,8 @@ def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatc
 def test_a_comparison_resumes_from_its_results_json_alone(tmp_path, monkeypatch):
     # as on another machine: the run folders (checkpoints) are gone, the committed results.json is not
     monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
-    run(tmp_path, FakeRunner(stop={"random+vanilla"}))  # interrupted before the end-of-comparison maps
+    with pytest.raises(KeyboardInterrupt):  # interrupted before the end-of-comparison maps
+        run(tmp_path, FakeRunner(stop={"random+vanilla"}))
     saved = load_results(tmp_path)
     assert set(saved["attention"]["lm-sotu"]) == {"vanilla", "random"}  # taken as each run finished
     shutil.rmtree(tmp_path / "runs")
@@ -571,7 +575,7 @@ def test_every_preset_trains_none_and_flags_kinds_not_better_than_it(tmp_path):
                              run_fn=runner, config_fn=config_fn, load_fn=load_fn, log=lambda line: None)
     assert sorted({c[0] for c in runner.calls}) == ["fixed_random", "none", "vanilla"]  # none: the preset's baseline
     md = (tmp_path / "report.md").read_text()
-    assert re.search(r"^\| fixed_random \|.*\| ok; does not use its attention \|$", md, re.M)  # 120 vs none's 110
+    assert re.search(r"^\| fixed_random \|.*\| ok; not clearly better than none \(loss \+\d.*\]\) \|$", md, re.M)  # 120 vs 110
     assert re.search(r"^\| vanilla \|.*\| ok \|$", md, re.M)
     assert len(results["runs"]) == 9
 
@@ -618,3 +622,77 @@ def test_new_seeds_do_not_join_runs_of_other_code_unless_allowed(tmp_path):
     assert sorted(c[:3] for c in runner.calls) == sorted((k, 1, False) for k in ("vanilla", "random", "random+vanilla"))
     # nothing new to add: the same command reads back and renders, whatever code trained the runs
     run(tmp_path, FakeRunner(), seeds=2)
+
+
+def test_time_and_render_hold_the_folder_lock_so_no_stale_copy_is_written_back(tmp_path, monkeypatch):
+    from synthesizer.runs.lock import comparison_lock
+    from synthesizer.runs.lock import FolderBusy
+
+    no_plots(monkeypatch)
+    run(tmp_path, FakeRunner(), heatmaps=False)
+    before = (tmp_path / "results.json").read_text()
+    timed = []
+    monkeypatch.setattr("synthesizer.comparison.main.add_timings", lambda results: timed.append(1) or results)
+    with comparison_lock(tmp_path):  # as a compare that adds seeds holds it while it trains
+        for argv in (["--time", str(tmp_path)], ["--render", str(tmp_path)]):
+            with pytest.raises(FolderBusy, match=f"comparison folder {tmp_path} is in use by another process"):
+                main(argv)
+    assert timed == [] and (tmp_path / "results.json").read_text() == before
+    # a results.json given for its folder: timed and re-rendered there
+    assert main(["--time", str(tmp_path / "results.json")]) == 0
+    assert timed == [1] and "--time" in load_results(tmp_path)["commands"][-1]
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--time", "x", "--plan"], "--time does not use --plan (an option of --preset, a comparison to train)"),
+    (["--index", "x", "--render", "y", "--preset", "lm"], "not --preset and --render and --index together"),
+    (["--render", "x", "--kinds", "vanilla", "--seeds", "2"], "--render does not use --kinds, --seeds (options of --preset"),
+    (["--time", "x", "--out", "y"], "--time does not use --out (an option of --preset or --render)"),
+    (["--index", "x", "--against", "y"], "--index does not use --against (an option of --render)"),
+    ([], "give one of --preset"),
+])
+def test_compare_takes_one_mode_and_only_its_options(argv, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        main(argv)
+
+
+def test_time_names_what_to_give_for_a_scale_study_or_a_folder_without_results(tmp_path):
+    (tmp_path / "width-16").mkdir()
+    (tmp_path / "width-16" / "results.json").write_text('{"format": 1, "runs": []}')
+    with pytest.raises(ValueError, match=re.escape(f"--time {tmp_path}: a scale study's folder; give one of its "
+                                                   f"comparisons, the width folders ({tmp_path / 'width-16'})")):
+        main(["--time", str(tmp_path)])
+    with pytest.raises(ValueError, match=re.escape(f"--time {tmp_path / 'width-16' / 'x.txt'}: no results.json")):
+        main(["--time", str(tmp_path / "width-16" / "x.txt")])
+
+
+def test_ctrl_c_of_a_one_job_comparison_after_a_run_finished_exits_130_with_what_finished_saved(tmp_path, monkeypatch,
+                                                                                               capsys):
+    import functools
+
+    import synthesizer.comparison.main as compare
+    from synthesizer.cli import main as cli_main
+
+    monkeypatch.setattr(compare, "run_comparison", functools.partial(
+        compare.run_comparison, run_fn=FakeRunner(stop={"random"}), config_fn=config_fn, load_fn=load_fn))
+    with pytest.raises(SystemExit) as stop:
+        cli_main(["compare", "--preset", "lm", "--kinds", "vanilla,random", "--baselines", "", "--no-heatmaps",
+                  "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert stop.value.code == 130 and captured.err.splitlines()[-1] == "synthesizer compare: interrupted"
+    assert "report:" not in captured.out and not (tmp_path / "report.md").exists()
+    assert [r["attention"] for r in load_results(tmp_path)["runs"]] == ["vanilla"]
+
+
+def test_render_keeps_the_lead_and_counts_a_folder_merged_with_itself_once(tmp_path, monkeypatch):
+    import json
+
+    no_plots(monkeypatch)
+    run(tmp_path / "a", FakeRunner(), heatmaps=False)
+    saved = json.loads((tmp_path / "a" / "results.json").read_text())
+    saved["lead"] = [["sotu", "vanilla", "what it shows"]]  # as the demo preset records it
+    (tmp_path / "a" / "results.json").write_text(json.dumps(saved))
+    main(["--render", str(tmp_path / "a"), str(tmp_path / "a")])
+    again = load_results(tmp_path / "a")
+    assert again["lead"] == saved["lead"] and "## What the attention learned" in (tmp_path / "a" / "report.md").read_text()
+    assert again["wall_time_s"] == saved["wall_time_s"] and again["sessions"] == saved["sessions"]

@@ -91,7 +91,7 @@ def test_a_line_needs_a_config_built_from_a_config_name(tmp_path):
 def test_plan_and_render_do_not_go_together(capsys):
     with pytest.raises(SystemExit):
         cli_main(["compare", "--render", "x", "--plan"])
-    assert "--plan lists the runs of a comparison" in capsys.readouterr().err
+    assert "--render does not use --plan (an option of --preset, a comparison to train)" in capsys.readouterr().err
 
 
 # The tiny demo: 2 tasks x 2 kinds, a few steps of a 16-wide model, one thread.

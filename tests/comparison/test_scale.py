@@ -1,6 +1,7 @@
 """A scale study (`compare --widths` / `--preset scale`): one comparison per width, seed rounds, the report across widths."""
 
 import json
+import shutil
 import re
 import os
 from pathlib import Path
@@ -37,6 +38,8 @@ class WidthRunner(FakeRunner):
 
     def __call__(self, cfg, out_dir, resume=False, progress=True):
         result = super().__call__(cfg, out_dir, resume, progress)
+        if "test_metrics" not in result:  # stopped by a (fake) signal
+            return result
         width = cfg.model["d_model"]
         gain = 10.0 * {16: 1, 32: 2}.get(width, 1)
         share = {"vanilla": 1.0, "none": 0.0, "random": 0.9 if width == 16 else 0.6}[cfg.attention]
@@ -184,3 +187,55 @@ def test_the_header_names_each_command_once_and_every_widths_render(tmp_path):
     assert len(commands) == len(set(commands)) == 2  # the library call records no command line of its own
     for width in (16, 32):
         assert any(c.endswith(f"--out {tmp_path}/width-{width}") and "--render" in c for c in commands), commands
+
+
+def test_a_run_stopped_by_a_signal_stops_the_whole_study(tmp_path):
+    runner = WidthRunner(stop={"random"})
+    with pytest.raises(KeyboardInterrupt):
+        run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=[], seeds=2, out=tmp_path, run_fn=runner,
+                       config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None, widths=(16, 32))
+    assert [(kind, seed) for kind, seed, _, _ in runner.calls] == [("vanilla", 0), ("random", 0)]  # no next width
+    assert not (tmp_path / "width-32").exists()
+    assert [r["attention"] for r in json.loads((tmp_path / "width-16" / "results.json").read_text())["runs"]] == [
+        "vanilla"]
+
+
+def test_the_widths_are_the_runs_recorded_ones_whatever_the_folders_are_called(tmp_path):
+    run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=["none"], seeds=3, out=tmp_path,
+                   run_fn=WidthRunner(), config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None,
+                   widths=(16, 32))
+    (tmp_path / "width-16").rename(tmp_path / "swap")
+    (tmp_path / "width-32").rename(tmp_path / "width-16")
+    (tmp_path / "swap").rename(tmp_path / "width-32")
+    study = Study(tmp_path)
+    assert study.widths == [16, 32] and study.folders == {16: tmp_path / "width-32", 32: tmp_path / "width-16"}
+    random = {w: g.row("random").attention_share for w, g in study.groups["lm-sotu"].items()}
+    assert random[16].value == pytest.approx(0.9, abs=0.05)  # the trend still falls with the width
+    assert main(["--render", str(tmp_path)]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert re.search(r"random.s share of what vanilla.s attention adds: falls: 8\d% \[", report)
+    assert "[width 16](width-32/report.md), [width 32](width-16/report.md)" in report
+    shutil.copytree(tmp_path / "width-32", tmp_path / "width-64")  # two folders of one width: refused, both named
+    with pytest.raises(ValueError, match="both hold runs of width 16"):
+        Study(tmp_path)
+
+
+def test_the_plan_of_a_scale_study_names_the_width_of_each_count(tmp_path):
+    said = []
+    plan_commands(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32)), config_fn,
+                  log=said.append)
+    assert [line.split(":")[0] for line in said] == ["width 16", "width 32"] and "1 run(s) to train" in said[0]
+
+
+def test_the_plan_refuses_a_folder_of_other_code_before_printing_a_line(tmp_path):
+    run_comparison("lm", "quick", kinds=["vanilla"], baselines=[], out=tmp_path, run_fn=FakeRunner(),
+                   config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None)
+    results = json.loads((tmp_path / "results.json").read_text())
+    results["runs"][0]["provenance"] = {"code": {"version": "0.0.1", "commit": None, "modified": None}}
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    with pytest.raises(ValueError, match="holds runs trained by other code"):
+        plan_commands(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path), config_fn,
+                      log=lambda line: None)
+    lines = plan_commands(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path,
+                                  allow_other_code=True), config_fn, log=lambda line: None)
+    assert len(lines) == 1 and "seed=1" in lines[0]

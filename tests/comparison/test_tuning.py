@@ -21,12 +21,12 @@ POSITION_GAIN = {"learned": 0.0, "rope": 0.3, "alibi": 0.2, "none": -0.5}
 
 
 def config_fn(name, overrides):
-    """The preset's config checked as it is, then a tiny one that keeps the rate, positions and d_ff."""
+    """The preset's config checked as it is, then a tiny one that keeps the rate, positions and width (d_model, d_ff)."""
     ExperimentConfig.from_file(name, overrides)
     base = {"task": "lm", "data": {"corpus": "sotu"}, "model": {"d_model": 16, "n_heads": 2, "n_layers": 1,
                                                                  "max_len": 16},
             "train": {"max_steps": 5}, "tokenizer": {"vocab_size": 300}, "batch": {"block_size": 16}}
-    kept = [o for o in overrides if o.startswith(("train.lr", "model.positions", "model.d_ff", "train.max_steps"))]
+    kept = [o for o in overrides if o.startswith(("train.lr", "model.positions", "model.d_", "train.max_steps"))]
     return ExperimentConfig.from_dict(base, kept)
 
 
@@ -41,9 +41,10 @@ class TunedRunner(FakeRunner):
                 + abs(math.log10(lr / BEST[kind])) + 0.01 * cfg.seed + (0.2 if kind == "none" else 0.0))
         result["valid_metrics"] = {"loss": loss}
         result["test_metrics"] = {"perplexity": math.exp(loss)}
-        d_ff = cfg.model.get("d_ff") or 64
-        total = 5000 + (3000 if kind.startswith("random") else 0) + 33 * (d_ff - 64)
-        result["params"] = {"total": total, "by_component": {"ffn": 33 * d_ff + 16}}
+        d = cfg.model["d_model"]
+        d_ff = cfg.model.get("d_ff") or 4 * d
+        total = 5000 + (3000 if kind.startswith("random") else 0) + (2 * d + 1) * (d_ff - 4 * d)  # one layer
+        result["params"] = {"total": total, "by_component": {"ffn": (2 * d + 1) * d_ff + d}}
         result["lr_seen"] = lr
         (out_dir / "result.json").write_text(json.dumps(result))
         return result
@@ -118,9 +119,9 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     # the other schemes' seed 1 (3), and the random-sized vanilla's 2 seeds
     assert len(vanilla) == 4 + 2 + 1 + 3 + 2
     # random has 1.6x vanilla's parameters: a vanilla of its size trains at vanilla's rate
-    assert saved["matched_d_ff"] == {"random": 256 + round(3000 / 33)}  # the quick preset has d_ff 256
+    assert saved["matched_d_ff"] == {"random": 256 + round(3000 / 129)}  # the quick preset: d_model 64, d_ff 256
     wide = load_results(folder / "matched-random" / "results.json")["runs"]
-    assert {r["config"]["model"]["d_ff"] for r in wide} == {347} and {r["lr_seen"] for r in wide} == {3e-3}
+    assert {r["config"]["model"]["d_ff"] for r in wide} == {279} and {r["lr_seen"] for r in wide} == {3e-3}
     report = (tmp_path / "report.md").read_text()
     assert "(a) Vanilla with each position scheme" in report and "rope (the strongest)" in report
     assert "(d) Learning rates" in report and "(c) The claims against the strongest tuned vanilla" in report

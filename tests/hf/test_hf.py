@@ -546,3 +546,31 @@ def test_a_left_padded_source_generates_what_the_source_alone_generates(kind):
     with pytest.raises(ValueError, match="needs vanilla cross-attention"):
         tiny(H.SynthesizerForSeq2SeqLM, kind, cross_attention="random").generate(padded, attention_mask=mask,
                                                                                  max_new_tokens=2)
+
+
+def test_export_never_writes_into_a_run_folder_and_a_run_folder_is_read_as_one(runs, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "lm"
+    shutil.copytree(runs["lm"], run, symlinks=True)
+    before = sorted(p.name for p in run.iterdir())
+    for out, where in ((run, "is the run folder"), (run / "hf", f"is inside the run folder {run.resolve()}")):
+        code, _, err = run_cli(["export", "--run", str(run), "--out", str(out)], capsys)
+        assert code == 2 and f"--out {out.resolve()} {where}, which other commands read" in err and err.count("\n") == 1
+    assert sorted(p.name for p in run.iterdir()) == before
+    code, _, err = run_cli(["export", "--from-hf", str(run), "--out", str(run / "back")], capsys)
+    assert code == 2 and "is inside the HF folder" in err
+    # a folder damaged so by an older version: still read as the run folder, with the checkpoint asked for
+    assert run_cli(["export", "--run", str(run), "--out", str(tmp_path / "hf")], capsys)[0] == 0
+    stale = tmp_path / "stale"
+    shutil.copytree(tmp_path / "hf", stale)
+    for name in ("config.json", "model.safetensors"):
+        shutil.copyfile(stale / name, run / name)
+    torch.manual_seed(0)
+    for p in (model := transformers.AutoModelForCausalLM.from_pretrained(stale)).parameters():
+        p.data.normal_()
+    model.save_pretrained(stale)
+    shutil.copyfile(stale / "model.safetensors", run / "model.safetensors")  # other weights than the run's
+    code, out, err = run_cli(["evaluate", "--run", str(run)], capsys)
+    assert code == 0, err
+    assert out == run_cli(["evaluate", "--run", str(runs["lm"])], capsys)[1]

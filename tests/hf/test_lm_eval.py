@@ -120,3 +120,39 @@ def test_lm_eval_refuses_other_families_and_unknown_tasks(lm_run, tmp_path, caps
     code, _, err = run_cli(["lm-eval", "--run", str(lm_run), "--tasks", "synthesizer_no_such_task",
                             "--include-path", str(DATA)], capsys)
     assert code == 2 and "unknown task(s) synthesizer_no_such_task" in err
+
+
+def test_text_the_tokenizer_maps_to_unk_is_warned_about_and_samples_are_kept_only_when_asked(lm_run, monkeypatch):
+    import lm_eval
+
+    from synthesizer.hf.harness import evaluate_harness
+
+    from synthesizer.data.generated import GENERATED, fixed_tokenizer
+    from synthesizer.data.tokenizer import Tokenizer
+
+    # a run on a diagnostic corpus: its word-level vocabulary of 55 tokens maps English to <unk> only
+    monkeypatch.setattr(Tokenizer, "load", staticmethod(lambda folder: fixed_tokenizer(GENERATED["diag-mqar"].vocab)))
+    texts = {"synthesizer_tiny_perplexity": "the state of our union", "synthesizer_tiny_choice": "k1 3 k2 4"}
+
+    def scored(model, model_args, tasks, **kw):  # as the harness returns them: the texts each request scored
+        assert kw["log_samples"] is True
+        return {"results": {}, "samples": {t: [{"arguments": [(texts[t],)]}] for t in tasks}}
+
+    monkeypatch.setattr(lm_eval, "simple_evaluate", scored)
+    with pytest.warns(UserWarning, match=r"synthesizer_tiny_perplexity: 100% of the \d+ tokens it scored are "
+                                         r"unknown to the model's tokenizer \(<unk>, a vocabulary of 55 tokens\)") as seen:
+        results = evaluate_harness(lm_run, TASKS.split(","), include_path=DATA)
+    assert not any("synthesizer_tiny_choice" in str(w.message) for w in seen)  # words it knows: no warning
+    assert "samples" not in results
+    with pytest.warns(UserWarning):
+        assert "samples" in evaluate_harness(lm_run, TASKS.split(","), include_path=DATA, log_samples=True)
+
+
+def test_lm_eval_checks_its_output_and_device_before_evaluating(lm_run, tmp_path, capsys, monkeypatch):
+    import torch
+
+    code, _, err = run_cli(["lm-eval", "--run", str(lm_run), "--tasks", "x", "--output", str(tmp_path)], capsys)
+    assert code == 2 and err == f"error: --output {tmp_path}: a folder; give a file name (the results are one JSON file)\n"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    code, _, err = run_cli(["lm-eval", "--run", str(lm_run), "--tasks", "x", "--device", "cuda"], capsys)
+    assert code == 2 and "--device cuda: this torch sees no CUDA device" in err and err.count("\n") == 1

@@ -75,3 +75,9 @@ def test_the_side_by_side_figure_has_every_panel_of_both_models(tmp_path):
     path = plots.plot_attention_panels([("a", _maps(5)), ("b", _maps(3))], tmp_path / "both.png")
     assert path == tmp_path / "both.png" and path.read_bytes().startswith(b"\x89PNG")
     assert plots.plot_attention_panels([("a", [])], tmp_path / "none.png") is None
+
+
+def test_a_lead_of_one_kind_draws_its_one_panel(tmp_path):
+    # the demo run with a single kind: subfigures(1, 1) is one figure, not a list of them
+    path = plots.plot_attention_panels([("vanilla on lookup", _maps(4))], tmp_path / "one.png")
+    assert path is not None and path.stat().st_size > 1000

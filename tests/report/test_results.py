@@ -1,6 +1,7 @@
 """results.json: one corpus per task, and the header's record of the code and data behind the numbers."""
 
 import copy
+import re
 
 import pytest
 
@@ -117,3 +118,103 @@ def test_finished_and_failed_records_load_as_they_are(tmp_path):
     identity = {k: RECORD[k] for k in ("task", "data", "attention")}  # no seed: read as seed 0
     runs = [RECORD, {**identity, "error": "ValueError: bad"}, {**RECORD, "seed": 2, "run_dir": None}]
     assert load_results(_results_file(tmp_path, runs))["runs"] == runs
+
+
+def _results_text(tmp_path, text):
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("field, value, named", [
+    ("commands", "synthesizer compare --preset lm", "commands is 'synthesizer compare --preset lm', not a list of strings"),
+    ("presets", "lm", "presets is 'lm', not a list of strings"),
+    ("wall_time_s", "10 min", "wall_time_s is '10 min', not a number"),
+    ("labels", ["lm-sotu"], "labels is ['lm-sotu'], not an object of strings"),
+    ("machine", "a laptop", "machine is 'a laptop', not an object"),
+    ("sessions", [{"started": 3}], "sessions[0].started is 3, not a string"),
+    ("timings", {"lm-sotu": {"kinds": {"vanilla": {"step_s": "fast"}}}},
+     "timings.lm-sotu.kinds.vanilla.step_s is 'fast', not a list of numbers"),
+    ("attention", {"lm-sotu": {"random": [{"heads": [[["x"]]]}]}},
+     "attention.lm-sotu.random[0].heads[0][0][0] is 'x', not a number"),
+    ("lead", [["sotu", "random"]], "lead[0] is ['sotu', 'random'], not a [corpus, kind, what it shows] list"),
+    ("left_out", {"x": 3}, "left_out.x is 3, not a string"),
+])
+def test_every_field_outside_the_runs_is_checked_at_load_naming_the_file_and_field(tmp_path, field, value, named):
+    import json
+
+    from synthesizer.report.results import FORMAT, load_results
+
+    folder = _results_text(tmp_path, json.dumps({"format": FORMAT, "runs": [RECORD], field: value}))
+    with pytest.raises(ValueError) as e:
+        load_results(folder)
+    assert str(e.value).startswith(f"{folder / 'results.json'}: {named}"), str(e.value)
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"curve": [{"step": 1, "valid_loss": "low"}]}, "runs[0].curve[0].valid_loss is 'low', not a number or null"),
+    ({"params": {"total": "5k"}}, "runs[0].params.total is '5k', not an integer"),
+    ({"train_time_s": [1]}, "runs[0].train_time_s is [1], not a number or null"),
+    ({"baselines": {"unigram_perplexity": "500"}}, "runs[0].baselines.unigram_perplexity is '500'"),
+    ({"diverged": "no"}, "runs[0].diverged is 'no', not true or false"),
+])
+def test_the_other_fields_of_a_run_record_are_checked_too(tmp_path, change, named):
+    from synthesizer.report.results import load_results
+
+    folder = _results_file(tmp_path, [{**RECORD, **change}])
+    with pytest.raises(ValueError, match=re.escape(f"{folder / 'results.json'}: {named}")):
+        load_results(folder)
+
+
+@pytest.mark.parametrize("text, named", [
+    ('"test_metrics": {"perplexity": NaN}', "runs[0].test_metrics.perplexity is not a finite number"),
+    ('"test_metrics": {"perplexity": 9.0}, "train_time_s": Infinity', "runs[0].train_time_s is not a finite number"),
+])
+def test_a_number_that_is_not_finite_is_refused_where_it_is(tmp_path, text, named):
+    from synthesizer.report.results import FORMAT, load_results
+
+    record = ('{"task": "lm", "data": "sotu", "attention": "dense", "primary_metric": "perplexity", '
+              f'"higher_is_better": false, {text}}}')
+    folder = _results_text(tmp_path, f'{{"format": {FORMAT}, "wall_time_s": 1, "runs": [{record}]}}')
+    with pytest.raises(ValueError, match=re.escape(f"{folder / 'results.json'}: {named}")):
+        load_results(folder)
+    folder = _results_text(tmp_path, f'{{"format": {FORMAT}, "wall_time_s": -Infinity, "runs": []}}')
+    with pytest.raises(ValueError, match=re.escape(f"{folder / 'results.json'}: wall_time_s is not a finite")):
+        load_results(folder)
+
+
+def test_a_results_file_that_is_not_utf8_is_named(tmp_path):
+    from synthesizer.report.results import load_results
+
+    (tmp_path / "results.json").write_bytes(b'{"format": 1, "runs": [], "size": "\xff"}')
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'results.json'}: not UTF-8 text")):
+        load_results(tmp_path)
+
+
+def _session(n, wall):
+    return {"id": f"s{n}", "started": f"2026-01-0{n}T00:00:00+00:00", "finished": f"2026-01-0{n}T01:00:00+00:00",
+            "wall_time_s": wall}
+
+
+def test_merging_counts_each_run_and_session_once_and_keeps_every_other_key():
+    first = {**empty_results(), "wall_time_s": 100.0, "sessions": [_session(1, 100.0)], "commands": ["a"],
+             "lead": [["diag-mqar", "vanilla", "lookup"]], "rendered_by": {"version": "1"}, "future_field": {"x": 1}}
+    put_run(first, record(0))
+    continued = copy.deepcopy(first)  # the documented way on: a later compare extends a copy of its results.json
+    continued["wall_time_s"] += 50.0
+    continued["sessions"].append(_session(2, 50.0))
+    put_run(continued, record(1))
+    for parts in ([first, first], [first, continued], [continued, first], [continued, continued, first]):
+        merged = merge_results(copy.deepcopy(parts))
+        expected = 100.0 if all(p is first for p in parts) else 150.0
+        assert merged["wall_time_s"] == expected, parts
+        assert [s["id"] for s in merged["sessions"]] == (["s1"] if expected == 100.0 else ["s1", "s2"])
+        assert len(merged["runs"]) == (1 if expected == 100.0 else 2) and merged["commands"] == ["a"]
+        assert merged["lead"] == [["diag-mqar", "vanilla", "lookup"]] and merged["future_field"] == {"x": 1}
+
+
+def test_a_results_index_that_is_not_utf8_is_named(tmp_path):
+    from synthesizer.report.index import write_index
+
+    (tmp_path / "README.md").write_bytes(b"# Results \xff\n")
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'README.md'}: not UTF-8 text")):
+        write_index(tmp_path)

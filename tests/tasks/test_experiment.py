@@ -1,8 +1,11 @@
 """Each task family end to end on tiny data: a few steps, metrics, result.json schema, resume, loading."""
 
+import dataclasses
 import json
 import math
 import random
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -86,7 +89,7 @@ def test_language_model_with_a_mixture_logs_weights_and_resumes(tmp_path):
     assert 1 < base < 300 and result["test_metrics"]["perplexity"] > 1
 
     tokenizer_bytes = (out / "tokenizer" / "tokenizer.json").read_bytes()
-    with pytest.raises(ValueError, match="already holds a trained run"):
+    with pytest.raises(ValueError, match="already holds a finished run"):
         run_experiment(cfg, out, progress=False)
     more = ExperimentConfig.from_dict({**cfg.to_dict(), "train": {**cfg.train, "max_steps": 6}})
     resumed = run_experiment(more, out, resume=True, progress=False)
@@ -378,3 +381,26 @@ def test_the_data_name_of_a_config_is_the_loaded_corpus_name(tmp_path, data):
     pooled = ExperimentConfig.from_dict({"task": "pretrain", "data": {"corpora": ["sotu-subset", "spam"]},
                                          "tokenizer": {"vocab_size": 400}, "train": {"max_steps": 1}})
     assert pooled.data_name == "sotu-subset+spam"
+
+
+def test_a_finished_run_whose_checkpoint_links_are_gone_is_never_trained_again(tmp_path):
+    # finished is what result.json says: a run whose links were removed (to save disk) is not retrained from step 0
+    out = tmp_path / "lm"
+    cfg = tiny_config("lm", write_data(tmp_path / "d", "lm"))
+    run_experiment(cfg, out, progress=False)
+    kept = {name: (out / name).read_bytes() for name in ("result.json", "log.jsonl", "experiment.json")}
+    for link in ("last", "best", "previous"):
+        if (out / link).is_symlink():
+            (out / link).unlink()
+    for step in out.glob("step-*"):
+        shutil.rmtree(step)
+    other_seed = dataclasses.replace(cfg, seed=1)
+    for config, resume, named in ((other_seed, False, "already holds a finished run"),
+                                  (cfg, True, "whose checkpoints are gone (no last)")):
+        with pytest.raises(ValueError, match=re.escape(named)):
+            run_experiment(config, out, resume=resume, progress=False)
+    assert {name: (out / name).read_bytes() for name in kept} == kept
+    (out / "last").symlink_to("step-00000004")  # a link left dangling counts as a checkpoint too
+    (out / "result.json").unlink()
+    with pytest.raises(ValueError, match="already holds a trained run"):
+        run_experiment(cfg, out, progress=False)

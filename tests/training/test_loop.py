@@ -168,3 +168,19 @@ def test_max_minutes_stops_after_the_current_update_and_saves(tmp_path):
     result = make_trainer(tmp_path, max_steps=50, max_minutes=1e-9).train()
     assert (result.stopped, result.step) == ("max_minutes", 1)
     assert os.readlink(tmp_path / "last") == "step-00000001"
+
+
+def test_a_signal_during_the_final_evaluation_stops_the_run_and_a_resume_only_reports_it(tmp_path):
+    def evaluate(model):
+        if evaluate.calls == 1:  # the final evaluation (the one at step 3 came first)
+            os.kill(os.getpid(), signal.SIGTERM)
+        evaluate.calls += 1
+        return {"x": 1.0}
+
+    evaluate.calls = 0
+    run = tmp_path / "run"
+    result = make_trainer(run, max_steps=5, eval_every=3, evaluate_fn=evaluate).train()
+    assert (result.stopped, result.step) == ("SIGTERM", 5)  # not dropped: the command stops, exit 130
+    assert os.readlink(run / "last") == "step-00000005"  # the finished steps are saved
+    resumed = make_trainer(run, max_steps=5, eval_every=3, evaluate_fn=evaluate).train(resume=True)
+    assert (resumed.stopped, resumed.step) == ("max_steps", 5)  # nothing left to train: its report follows

@@ -145,6 +145,23 @@ def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.d
     return applicable_paths(components, device, extra_bias=extra_bias)[0]
 
 
+def check_impl_name(impl: object) -> None:
+    """ValueError unless ``impl`` is one of ``IMPLS``: checked where a config is read, whatever its kind (an
+    ``--attention`` given on the command line may change the kind after)."""
+    if not isinstance(impl, str) or impl not in IMPLS:
+        raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
+
+
+def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = False) -> None:
+    """ValueError unless ``impl`` is one of ``IMPLS`` that computes a layer of these components (with a position
+    bias on vanilla's logits where ``extra_bias``): checked before a run writes anything in its folder, and where
+    a layer is built."""
+    check_impl_name(impl)
+    if impl not in ("auto", "reference") and choose_path(components, impl, extra_bias=extra_bias) != impl:
+        raise ValueError(f"impl={impl!r} does not apply to kind {str(components)!r}; use 'auto' or 'reference' "
+                         f"({impl!r} computes {KERNELS[impl].APPLIES_TO})")
+
+
 def running_path(components: tuple[str, ...], impl: str, *, training: bool, dropout: float,
                  device: torch.device, extra_bias: bool = False) -> str:
     """The path a full forward pass runs: ``choose_path`` on this device, except that a kernel that

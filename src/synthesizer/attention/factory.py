@@ -13,6 +13,7 @@ import inspect
 from torch import nn
 
 from . import registry
+from .dispatch import check_impl_name
 from .kinds import Kind, UnknownComponent, allowed_kinds_text, parse_kind
 from .synthesizer import SynthesizerAttention
 
@@ -81,6 +82,8 @@ def check_options(kind: str | Kind, options: dict) -> None:
     for name in options:
         if name not in allowed:
             raise ValueError(f"unknown option {name!r} for attention {str(kind)!r}; allowed options: {', '.join(allowed) or 'none'}")
+    if isinstance(kind, Kind) and "impl" in options:
+        check_impl_name(options["impl"])
 
 
 def build_mixer(kind: str | Kind, d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0,

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from ..errors import positive_int
 from . import registry
 from .cache import AttentionCache
-from .dispatch import IMPLS, KERNELS, choose_path, running_path
+from .dispatch import KERNELS, check_impl, running_path
 from .forms import BIAS
 from .kinds import Kind, parse_kind
 from .masks import check_mixer_input, check_positions, check_right_padded, continued_positions
@@ -87,8 +87,6 @@ class SynthesizerAttention(nn.Module):
         if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be a real number in [0, 1), got {dropout!r}")
         dropout = float(dropout)
-        if not isinstance(impl, str) or impl not in IMPLS:
-            raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout, self.impl = causal, dropout, impl
         self.attention_maps: list[Tensor] | None = None
@@ -101,6 +99,7 @@ class SynthesizerAttention(nn.Module):
                              "has none; use positions='none'")
         self.positions = positions
         self.biased = positions in BIAS_SCHEMES  # forward takes a position bias for vanilla's logits
+        check_impl(self.components, impl, extra_bias=self.biased)
         options = {"k": k, "fd_split": fd_split, "dense_per_head": dense_per_head, "rotary": positions == "rope"}
         self.logit_modules = nn.ModuleDict({c: registry.spec(c).build(d_model, n_heads, max_len, **options)
                                             for c in self.components})
@@ -109,9 +108,6 @@ class SynthesizerAttention(nn.Module):
         self.reset_parameters()
         self.value = nn.Linear(d_model, d_model)
         self.out = nn.Linear(d_model, d_model)
-        if impl not in ("auto", "reference") and choose_path(self.components, impl, extra_bias=self.biased) != impl:
-            raise ValueError(f"impl={impl!r} does not apply to kind {self.kind!r}; use 'auto' or 'reference' "
-                             f"({impl!r} computes {KERNELS[impl].APPLIES_TO})")
         if impl in KERNELS:  # an opt-in path's missing package: said now, not at the first forward
             KERNELS[impl].require()
         # Ask for the path once now, eagerly: a kernel's one-off check that its op works (fused_bias's

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..report.results import FILENAME, failed, load_or_empty_results, load_results, put_run, save_results
 from ..runs.files import group_key
+from ..runs.lock import comparison_lock
 from .plan import Options, config_difference, resolve, run_config
 
 
@@ -25,6 +26,12 @@ def carry_runs(options: Options, hooks, sources: list[Path]) -> int:
     missing one is skipped) that it plans with the same config and does not hold yet. Returns how many
     were carried (0 once they are there: calling it again changes nothing)."""
     comparison = resolve(options, hooks.config_fn, lambda line: None)
+    with comparison_lock(comparison.out):  # its results.json read and written back under the comparison's lock
+        return _carry(comparison, hooks, sources)
+
+
+def _carry(comparison, hooks, sources: list[Path]) -> int:
+    """:func:`carry_runs` into the resolved ``comparison``, whose folder is locked."""
     target = load_or_empty_results(comparison.out)
     have = {(r["task"], r["data"], r["attention"], r.get("seed", 0)) for r in target["runs"] if not failed(r)}
     planned = {}
@@ -56,7 +63,6 @@ def carry_runs(options: Options, hooks, sources: list[Path]) -> int:
             have.add(key)
             carried += 1
     if carried:
-        comparison.out.mkdir(parents=True, exist_ok=True)
         save_results(target, comparison.out)
         hooks.log(f"{carried} finished run(s) of {', '.join(map(str, sources))} carried into "
                   f"{comparison.out / FILENAME} (the same config: read, not trained again)")

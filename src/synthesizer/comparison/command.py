@@ -21,7 +21,7 @@ from ..runs.plan import PlannedRun
 from .baselines import positions_of
 from .scale import at_width, widths_of
 from .tuning import lrs_of
-from .plan import Options, Plan, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
+from .plan import Options, Plan, check_same_code, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
 
 PROGRAM = "synthesizer"
 
@@ -59,12 +59,16 @@ def plan_commands(options: Options, config_fn: Callable | None = None,
                          "later runs (the rates, the position scheme) from the finished ones: run it with compare "
                          "(it resumes), or plan one of its comparisons with --set train.lr=... / model.positions=...")
     widths = widths_of(options)
-    if widths:  # a scale study: the lines of every width's comparison, each in its own folder
-        return [line for width in widths for line in plan_commands(at_width(options, width), config_fn, log)]
+    if widths:  # a scale study: the lines of every width's comparison, each in its own folder, its lines named
+        return [line for width in widths for line in plan_commands(at_width(options, width), config_fn,
+                                                                   lambda text, w=width: log(f"width {w}: {text}"))]
     comparison = resolve(options, config_fn, log)
-    plan = plan_runs(comparison, load_or_empty_results(comparison.out))
+    results = load_or_empty_results(comparison.out)
+    plan = plan_runs(comparison, results)
     plan.log_kept(comparison.out / FILENAME, log)
     todo = [run for run in plan.runs if not is_finished(run)]
+    if todo and not options.allow_other_code:  # refused now, as the report would refuse them once trained
+        check_same_code(results, comparison.out / FILENAME)
     pretraining = pretraining_runs(comparison, Plan(todo))
     unfinished = [run for run in pretraining if not is_finished(run)]
     if unfinished:

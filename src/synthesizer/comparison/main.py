@@ -26,10 +26,12 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..errors import check_out_dir
 from .presets import DEFAULT_KINDS, PRESETS, SIZES
 from ..report.index import write_index
-from ..report.results import load_results
-from ..report.scale import is_scale_folder, write_scale_report
+from ..report.results import FILENAME, load_results, results_folder
+from ..report.scale import is_scale_folder, width_folders, write_scale_report
+from ..runs.lock import FolderLock, comparison_lock, study_lock
 from ..runs.code import code_provenance
 from ..report.summary import render, write_and_print
 from .command import plan_commands
@@ -108,41 +110,102 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``synthesizer compare ARGS``: 0 once the report is written (or the plan printed), 1 if no run finished."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = _parser().parse_args(argv)
-    command = "synthesizer compare " + shlex.join(argv)
-    if args.index:
-        print(f"verdicts written into {write_index(args.index)}")
-        return 0
-    if args.time:
-        results = add_timings(load_results(args.time))
+MODES = ("preset", "render", "time", "index")  # what compare does: one of them
+ONLY_PRESET = ("size", "kinds", "baselines", "seeds", "widths", "lrs", "positions", "tasks", "steps", "overrides", "jobs",
+               "threads", "no_heatmaps", "allow_other_code", "plan")  # options of a comparison to train
+
+
+def check_mode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """The one mode of ``args`` (--preset, --render, --time or --index); ValueError where none or several are
+    given, or an option that the mode does not use (it would be ignored)."""
+    given = [name for name in MODES if getattr(args, name)]
+    if len(given) != 1:
+        named = " and ".join(f"--{name}" for name in given)
+        raise ValueError(f"give one of --preset (one of {', '.join(sorted(PRESETS))}), --render DIR, --time DIR or "
+                         f"--index DIR{f', not {named} together' if given else ''}")
+    mode = given[0]
+    if mode == "preset":
+        return mode
+    flags = {action.dest: action.option_strings[0] for action in parser._actions if action.option_strings}
+    unused: dict[str, list[str]] = {}  # the mode whose options they are -> the options given
+    for dest in ONLY_PRESET:
+        if getattr(args, dest) != parser.get_default(dest):
+            unused.setdefault("--preset, a comparison to train", []).append(flags[dest])
+    for dest, owner in (("out", "--preset or --render"), ("against", "--render")):
+        if mode != "render" and getattr(args, dest) is not None:
+            unused.setdefault(owner, []).append(flags[dest])
+    if unused:
+        raise ValueError(f"--{mode} does not use " + "; ".join(
+            f"{', '.join(options)} ({'options' if len(options) > 1 else 'an option'} of {owner})"
+            for owner, options in unused.items()))
+    return mode
+
+
+def existing_comparison(option: str, path: str | Path) -> Path:
+    """The comparison folder that ``path`` names (the folder, or its results.json); ValueError naming ``option``
+    for a scale study's folder (its comparisons are its width folders) or a path that holds no results.json."""
+    path = results_folder(path)
+    if is_scale_folder(path):
+        widths = ", ".join(str(folder) for folder in width_folders(path).values())
+        raise ValueError(f"{option} {path}: a scale study's folder; give one of its comparisons, the width folders "
+                         f"({widths})")
+    if not (path / FILENAME).is_file():
+        raise ValueError(f"{option} {path}: no {FILENAME} there; give a comparison folder (the --out of "
+                         "`synthesizer compare`)")
+    return path
+
+
+def time_comparison(folder: Path, command: str) -> None:
+    """``--time DIR``: time the kinds of the comparison in ``folder`` one at a time, then re-render it, holding
+    its lock from reading its results.json to writing it back."""
+    with comparison_lock(folder):
+        results = add_timings(load_results(folder))
         results["rendered_by"] = code_provenance()
         if command not in results["commands"]:
             results["commands"].append(command)
-        write_and_print(results, Path(args.time), print)
+        write_and_print(results, folder, print)
+
+
+def render_scale(root: str, out: str | None) -> None:
+    """``--render ROOT`` of a scale study: its report across widths, written in ROOT under the study's lock."""
+    if out:
+        raise ValueError("a scale study's report is written in its own folder: leave out --out")
+    with study_lock(root):
+        print(f"scale report: {write_scale_report(root)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``synthesizer compare ARGS``: 0 once the report is written (or the plan printed), 1 if no run finished.
+    A comparison stopped by a signal raises KeyboardInterrupt (the command's status 130), what finished saved."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    command = "synthesizer compare " + shlex.join(argv)
+    mode = check_mode(args, parser)
+    if mode == "index":
+        print(f"verdicts written into {write_index(args.index)}")
         return 0
-    if args.render:
-        if args.plan:
-            raise ValueError("--plan lists the runs of a comparison to train (--preset), --render trains nothing")
+    if mode == "time":
+        time_comparison(existing_comparison("--time", args.time), command)
+        return 0
+    if mode == "render":
         if len(args.render) == 1 and is_scale_folder(args.render[0]):  # a scale study: its report across widths
-            if args.out:
-                raise ValueError("a scale study's report is written in its own folder: leave out --out")
-            print(f"scale report: {write_scale_report(args.render[0])}")
+            render_scale(args.render[0], args.out)
             return 0
         if len(args.render) == 1 and is_baselines_folder(args.render[0]):  # a baselines study: its own report
             if args.out:
                 raise ValueError("a baselines study's report is written in its own folder: leave out --out")
-            print(f"baselines report: {write_baselines_report(args.render[0], args.against or [])}")
+            with FolderLock(args.render[0], "baselines study folder"):  # the study's lock, as while it trains
+                print(f"baselines report: {write_baselines_report(args.render[0], args.against or [])}")
             return 0
         if args.against:
             raise ValueError("--against puts a baselines study's verdicts beside other comparisons': give --render "
                              "a baselines study's folder")
-        render(args.render, args.out, command=command, rendered_by=code_provenance())
+        out = Path(args.out) if args.out else results_folder(args.render[0])
+        check_out_dir("--out", out)
+        with comparison_lock(out):  # merged and written back under its lock: no compare or --time adds to it meanwhile
+            render(args.render, out, command=command, rendered_by=code_provenance())
         return 0
-    if not args.preset:
-        raise ValueError(f"give --preset (one of {', '.join(sorted(PRESETS))}) or --render DIR")
     for kind in args.kinds or []:
         if "," in kind:  # a comma once separated kinds here: say what it means now, since both spellings parse
             print(f"note: --kinds {kind!r} is one model with a kind per layer (a hybrid); give separate kinds as "

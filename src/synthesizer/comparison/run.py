@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterator
@@ -36,7 +37,7 @@ from ..runs.files import group_key
 from ..runs.code import code_provenance
 from ..runs.files import DATA_FILE, LOG_FILE, read_json, window_speed
 from ..runs.plan import PlannedRun
-from ..runs.lock import FolderLock
+from ..runs.lock import comparison_lock
 from .execute import execute, failure, set_threads
 from .pace import Pace
 from .machine import machine_info
@@ -103,7 +104,7 @@ def compare(options: Options, hooks: Hooks) -> dict:
     if lrs_of(options):
         return compare_lrs(options, hooks, compare)
     comparison = resolve(options, hooks.config_fn, hooks.log)
-    with FolderLock(comparison.out, "comparison folder"):  # held until the report is written
+    with comparison_lock(comparison.out):  # held until the report is written
         return _Session.open(comparison, options, hooks).run()
 
 
@@ -154,7 +155,8 @@ class _Session:
         save_results(self.results, self.comparison.out)
 
     def run(self) -> dict:
-        """Train what is left, then (unless interrupted) write the report; returns the results."""
+        """Train what is left, then write the report; returns the results. Stopped by a signal (Ctrl-C, SIGTERM),
+        it saves what finished and raises KeyboardInterrupt."""
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         plan = plan_runs(self.comparison, self.results)
         plan.log_kept(self.comparison.out / FILENAME, self.log)
@@ -170,13 +172,14 @@ class _Session:
         finally:
             elapsed = time.perf_counter() - t0
             self.results["wall_time_s"] = float(self.results.get("wall_time_s") or 0.0) + elapsed
-            self.results["sessions"].append({"started": started.isoformat(timespec="seconds"),
+            self.results["sessions"].append({"id": uuid.uuid4().hex, "started": started.isoformat(timespec="seconds"),
                                              "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                              "wall_time_s": round(elapsed, 1), "code": code_provenance()})
             self.results["rendered_by"] = code_provenance()
             self.save()
-        if finished:
-            self._finish()
+        if not finished:  # a run stopped by a signal: so does the command (a scale study's next widths too)
+            raise KeyboardInterrupt("a run was stopped by a signal")
+        self._finish()
         return self.results
 
     def _train(self, plan: Plan) -> bool:

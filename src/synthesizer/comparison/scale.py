@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..errors import positive_int
 from ..report.scale import WIDTH_PREFIX, write_scale_report
-from ..runs.lock import FolderLock
+from ..runs.lock import study_lock
 from .plan import Options, comparison_folder as study_folder
 from .presets import get_preset
 
@@ -55,7 +55,7 @@ def compare_widths(options: Options, hooks, compare_fn: Callable) -> dict:
     out = study_folder(options)
     out.mkdir(parents=True, exist_ok=True)
     done: dict[int, dict] = {}
-    with FolderLock(out, "scale study folder"):
+    with study_lock(out):
         for seeds in range(1, options.seeds + 1):
             last = seeds == options.seeds
             for width in widths:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from torch import nn
 
-from ..runs.files import (BEST, CONFIG_NAME, EXPERIMENT_FILE as RUN_EXPERIMENT_FILE, LAST, TOKENIZER_DIR, is_hf_folder,
-                          read_labels, write_json, write_labels)
+from ..runs.files import (BEST, CONFIG_NAME, EXPERIMENT_FILE as RUN_EXPERIMENT_FILE, LAST, TOKENIZER_DIR,
+                          check_outside_runs, is_hf_folder, read_json, read_labels, write_json, write_labels)
 from ..data.records import DataError
 from ..data.tokenizer import BOS, CLS, EOS, FILENAME as TOKENIZER_FILE, PAD, SEP, UNK, Tokenizer
 from ..tasks.config import ExperimentConfig
@@ -51,6 +51,7 @@ def save_tokenizer(tokenizer: Tokenizer, tokenizer_file: Path, out_dir: Path) ->
 def export_run(run_dir: str | os.PathLike, out_dir: str | os.PathLike, which: str = BEST) -> Path:
     """Write the run's ``which`` checkpoint ("best", falling back to "last") as an HF folder; returns it."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
+    check_outside_runs("--out", out_dir)  # before the model is loaded: nothing is written into a run folder
     model, tokenizer, cfg = load_trained(run_dir, which)
     family = TASK_CLASSES[cfg.task].family
     extra = {}
@@ -111,7 +112,7 @@ def load_folder(hf_dir: str | os.PathLike) -> tuple[nn.Module, Tokenizer, Experi
         raise DataError(f"{hf_dir}: no {TOKENIZER_FILE}; save the tokenizer next to the model (synthesizer export does)")
     tokenizer = Tokenizer.load(hf_dir)
     experiment = hf_dir / EXPERIMENT_FILE
-    cfg = ExperimentConfig.from_dict(json.loads(experiment.read_text())) if experiment.is_file() else None
+    cfg = ExperimentConfig.from_dict(read_json(experiment)) if experiment.is_file() else None
     id2label = hf_model.config.id2label if family == "classifier" else None
     names = [id2label[i] for i in sorted(id2label)] if id2label and not _default_labels(id2label) else None
     return hf_model.model.eval(), tokenizer, cfg, family, names
@@ -137,6 +138,9 @@ def evaluate_folder(hf_dir: str | os.PathLike, split: str = "test") -> dict:
 def import_hf(hf_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     """Write the HF folder's model as a run folder (one checkpoint, ``last`` and ``best``); returns it."""
     hf_dir, out_dir = Path(hf_dir), Path(out_dir)
+    if out_dir.resolve() == hf_dir.resolve() or hf_dir.resolve() in out_dir.resolve().parents:
+        raise ValueError(f"--out {out_dir} is inside the HF folder {hf_dir}, which it is read from; write the run "
+                         "folder elsewhere")
     model, _, cfg, family, names = load_folder(hf_dir)
     cfg = _experiment(hf_dir, cfg, "a run folder")
     if (out_dir / LAST).exists():

@@ -24,13 +24,15 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from pathlib import Path
 
-from ..errors import positive_int
+from ..errors import check_out_dir, positive_int
 from ..runs.files import BEST, CONFIG_NAME, is_hf_folder
 from ..data.records import DataError
 
 SUPPORTED_FAMILY = "lm"
+UNKNOWN_WARN_SHARE = 0.5  # a task whose scored tokens are at least this share <unk> is warned about
 
 
 def family_of(run: str | os.PathLike) -> str:
@@ -70,8 +72,7 @@ def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: 
     """
     if not tasks:
         raise ValueError("--tasks: give at least one task name")
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise ValueError(f"--device must be cpu, cuda or cuda:N, got {device!r}")
+    check_device(device)
     positive_int("--batch-size", batch_size)
     if include_path is not None and not Path(include_path).is_dir():
         raise ValueError(f"--include-path {include_path}: no such folder")
@@ -94,13 +95,52 @@ def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: 
             from .convert import export_run
 
             folder = export_run(folder, Path(tmp) / "hf", checkpoint)
-        eos_id = Tokenizer.load(folder).eos_id
+        tokenizer = Tokenizer.load(folder)
         model_args = {"pretrained": str(folder), "tokenizer": str(folder), "backend": "causal", "dtype": "float32",
-                      "prefix_token_id": eos_id}
+                      "prefix_token_id": tokenizer.eos_id}
+        # the samples are always kept: they hold the texts scored, whose unknown tokens are counted below
         results = lm_eval.simple_evaluate(model="hf", model_args=model_args, tasks=list(tasks), task_manager=manager,
-                                          limit=limit, batch_size=batch_size, device=device,
-                                          log_samples=log_samples)
+                                          limit=limit, batch_size=batch_size, device=device, log_samples=True)
+    for task, (share, total) in unknown_shares(results.get("samples") or {}, tokenizer).items():
+        if share >= UNKNOWN_WARN_SHARE:
+            warnings.warn(f"{task}: {share:.0%} of the {total} tokens it scored are unknown to the model's tokenizer "
+                          f"(<unk>, a vocabulary of {tokenizer.vocab_size} tokens): its scores say little about the "
+                          "model on this text", stacklevel=2)
+    if not log_samples:
+        results.pop("samples", None)
     return results
+
+
+def check_device(device: str) -> None:
+    """ValueError unless ``device`` is cpu, or a CUDA device that this torch has."""
+    kind, colon, index = device.partition(":")
+    if device != "cpu" and (kind != "cuda" or (colon and not index.isdigit())):
+        raise ValueError(f"--device must be cpu, cuda or cuda:N, got {device!r}")
+    if kind == "cuda":
+        import torch
+
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count <= int(index or 0):
+            have = f"{count} CUDA device(s)" if count else "no CUDA device (torch.cuda.is_available() is false)"
+            raise ValueError(f"--device {device}: this torch sees {have}; use --device cpu")
+
+
+def unknown_shares(samples: dict, tokenizer) -> dict[str, tuple[float, int]]:
+    """Per task of the harness's ``samples``: (the share of the tokens of the texts it scored that ``tokenizer``
+    maps to <unk>, how many tokens). A text the run's vocabulary does not cover is scored all the same (as
+    <unk> after <unk>), so its perplexity measures nothing about the model."""
+    shares = {}
+    for task, docs in samples.items():
+        unknown = total = 0
+        for doc in docs:
+            for args in doc.get("arguments") or []:
+                for text in (a for a in args if isinstance(a, str)):
+                    ids = tokenizer.encode(text)
+                    total += len(ids)
+                    unknown += sum(i == tokenizer.unk_id for i in ids)
+        if total:
+            shares[task] = (unknown / total, total)
+    return shares
 
 
 def main(args) -> int:
@@ -111,6 +151,11 @@ def main(args) -> int:
         if not limit > 0:
             raise ValueError(f"--limit must be > 0 (documents per task, or a fraction below 1), got {limit:g}")
         limit = int(limit) if limit >= 1 and limit == int(limit) else limit
+    if args.output:  # checked before the evaluation, not after it
+        output = Path(args.output)
+        if output.is_dir():
+            raise ValueError(f"--output {output}: a folder; give a file name (the results are one JSON file)")
+        check_out_dir("--output", output.parent)
     results = evaluate_harness(args.run, tasks, include_path=args.include_path, limit=limit,
                                batch_size=args.batch_size, device=args.device, checkpoint=args.checkpoint,
                                log_samples=args.log_samples)

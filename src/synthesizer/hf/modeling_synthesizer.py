@@ -455,7 +455,7 @@ class SynthesizerModel(SynthesizerPreTrainedModel):
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, cache: Cache | None = None,
                 use_cache: bool | None = None, inputs_embeds: Tensor | None = None,
                 output_attentions: bool | None = None, output_hidden_states: bool | None = None,
-                return_dict: bool | None = None, position_ids: Tensor | None = None,
+                return_dict: bool | None = None, *, position_ids: Tensor | None = None,
                 **kwargs) -> BaseModelOutputWithPast | tuple:
         """``inputs_embeds`` (B, n, d): rows of the token embeddings instead of ``input_ids``;
         ``position_ids`` (B, n), or a left-padded ``attention_mask``: each row's own positions."""

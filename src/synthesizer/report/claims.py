@@ -24,7 +24,8 @@ group's vanilla is still learning or does not clearly beat its trivial predictor
 :mod:`.learning`), a quality check keeps its verdict and its text and reason start with "provisional: ...".
 
 **The none floor.** Where a group trained ``none`` (no mixing between tokens), a variant whose loss against it
-is not wholly below 0 (the same interval as above) "does not use its attention": its table status says so
+is not wholly below 0 (the same interval as above) is "not clearly better than none": its table status says so,
+with that interval
 (:func:`flag_unused_attention`, applied by ``groups.build_groups``) and so does every check that involves it.
 
 **The attention gate.** Where vanilla itself is not clearly better than ``none`` (:func:`uses_attention`, the rule
@@ -473,7 +474,7 @@ def _faster_check(group: Group, kind: str, ref: str) -> Check:
 # ----------------------------------------------------------------------------- the `none` floor
 
 NONE_KIND = "none"  # the token mixer without mixing (attention/none.py): each position keeps its own value
-NO_ATTENTION_USE = "does not use its attention"
+NO_ATTENTION_USE = f"not clearly better than {NONE_KIND}"  # the interval fails to exclude no gain: said with it
 USE_NOT_MEASURED = "use of attention not measured"  # against none, with no interval: one seed, no per-example scores
 
 
@@ -513,10 +514,11 @@ def flag_unused_attention(group: Group) -> None:
             continue
         if row.attention_note:  # flagged already
             continue
-        measured_gap = measured(attention_use_gap(group, row.kind))
-        row.ignores_attention = measured_gap
-        row.attention_note = NO_ATTENTION_USE if measured_gap else USE_NOT_MEASURED
-        row.status = f"{row.status}; {row.attention_note}"
+        gap = attention_use_gap(group, row.kind)
+        row.ignores_attention = measured(gap)
+        row.attention_note = NO_ATTENTION_USE if row.ignores_attention else USE_NOT_MEASURED
+        interval = f" ({gap.brief or gap.note})" if row.ignores_attention else ""
+        row.status = f"{row.status}; {row.attention_note}{interval}"
 
 
 # ----------------------------------------------------------------------------- attention's contribution
@@ -688,14 +690,13 @@ def attention_notes(groups: list[Group]) -> list[str]:
 
 
 def _attention_use_note(group: Group, *kinds: str) -> str:
-    """"; fixed_random does not use its attention (not clearly better than none: loss ...)" for flagged kinds."""
+    """"; fixed_random not clearly better than none (loss ... [..., ...], how measured)" for flagged kinds."""
     notes = []
     for kind in kinds:
         row = group.row(kind)
         gap = attention_use_gap(group, kind) if row is not None and row.ignores_attention else None
         if gap is not None:
-            notes.append(f"{kind} {NO_ATTENTION_USE} (not clearly better than {NONE_KIND}: {gap.brief or gap.note}"
-                         f"{f', {gap.how}' if gap.how else ''})")
+            notes.append(f"{kind} {NO_ATTENTION_USE} ({gap.brief or gap.note}{f', {gap.how}' if gap.how else ''})")
     return "".join(f"; {n}" for n in notes)
 
 

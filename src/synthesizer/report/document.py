@@ -94,8 +94,9 @@ def _header(results: dict) -> list[Block]:
                         "ratio to vanilla; Δ is the metric's relative difference to vanilla. Status: **ok**; "
                         "**at chance** (no better than the trivial predictor named under the table); **diverged** "
                         "(NaN/inf training loss; its metric is left out); **failed** (the run raised an error, "
-                        f"listed below the table); **{NO_ATTENTION_USE}** (where `{NONE_KIND}` was trained: not "
-                        f"clearly better than no mixing between tokens; **{USE_NOT_MEASURED}** where one seed without "
+                        f"listed below the table); **{NO_ATTENTION_USE}** (where `{NONE_KIND}` was trained: the 95% "
+                        f"interval of its loss against no mixing between tokens, given in brackets, does not exclude "
+                        f"that it gains nothing; **{USE_NOT_MEASURED}** where one seed without "
                         "per-example scores gives no interval to tell). Train speed: the median over logging windows of the units trained per "
                         "second (tokens for lm, target tokens for seq2seq, examples for classification), so evaluation "
                         "pauses do not count; train time includes them. Timings were measured on a shared machine: "
@@ -123,9 +124,10 @@ def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder
         notes.append("Trivial predictors on the same test data: "
                      + ", ".join(f"{k} {v:.4g}" for k, v in baselines.items()) + ".")
     if any(r.ignores_attention for r in group.rows):
-        notes.append(f"**{NO_ATTENTION_USE}**: the variant is not clearly better than `{NONE_KIND}` (each position "
+        notes.append(f"**{NO_ATTENTION_USE}**: the variant may gain nothing over `{NONE_KIND}` (each position "
                      "keeps its own value, no mixing between tokens): the 95% interval of its loss against "
-                     f"`{NONE_KIND}`, measured as in the claims below, does not lie wholly on the better side.")
+                     f"`{NONE_KIND}` (in its status), measured as in the claims below, does not lie wholly on the "
+                     "better side.")
     steps = sorted({r.steps for r in group.rows if r.steps is not None})
     if steps:
         notes.append(f"Training steps: {', '.join(map(str, steps))}.")

@@ -10,7 +10,7 @@ from .tables import Group, group_key, plain_group
 def build_groups(runs: list[dict], timings: dict | None = None) -> list[Group]:
     """Aggregate raw run records into one :class:`Group` per (task, data), rows in the paper's order.
     Where the group trained ``none`` (no mixing between tokens), a row not clearly better than it gets the
-    status note "does not use its attention", by the claims' interval rule. Each group also gets ``learning``:
+    status note "not clearly better than none" with its interval, by the claims' rule. Each group also gets ``learning``:
     whether its vanilla flattened and beat the trivial predictors, and ``timing``: its one-at-a-time timing from
     ``timings`` (results.json's, by group key), if any."""
     by_group: dict[str, list[dict]] = {}

@@ -65,5 +65,9 @@ def write_index(root: str | Path, page: str = "README.md") -> Path:
     """Rewrite the generated verdicts of ``root/page`` (the results index) from the folders under ``root``."""
     root = Path(root)
     path = root / page
-    path.write_text(with_table(path.read_text(encoding="utf-8"), root), encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}); the results index is markdown in UTF-8") from None
+    path.write_text(with_table(text, root), encoding="utf-8")
     return path

@@ -216,7 +216,8 @@ def attention_panels_figure(panels: list[tuple[str, list[dict]]]):
     rows = max(r for r, _ in grids)
     widths = [2.5 * c + 1.2 for _, c in grids]
     fig = plt.figure(figsize=(sum(widths), 2.45 * rows + 1.1), layout="constrained")
-    for sub, (title, maps) in zip(fig.subfigures(1, len(panels), width_ratios=widths, wspace=0.04), panels):
+    subfigures = np.atleast_1d(fig.subfigures(1, len(panels), width_ratios=widths, wspace=0.04))  # one: not a list
+    for sub, (title, maps) in zip(subfigures, panels):
         _draw_attention(sub, maps, title)
     return fig
 

@@ -3,7 +3,7 @@
 Layout (``FORMAT = 1``)::
 
     {"format": 1, "presets": ["lm"], "size": "quick", "commands": ["synthesizer compare ..."],
-     "machine": {...}, "wall_time_s": 612.3, "sessions": [{"started", "finished", "wall_time_s"}],
+     "machine": {...}, "wall_time_s": 612.3, "sessions": [{"id", "started", "finished", "wall_time_s", "code"}],
      "labels": {"lm-sotu": "language modelling (SOTU)"},
      "runs": [<run record>, ...],
      "pretraining": [<run record of a pretrained preset's pretraining run>, ...],
@@ -22,12 +22,14 @@ file trained on the same data and tokenizer (``check_one_corpus``).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from pathlib import Path
 from typing import Any, TypedDict
 
 from ..runs.files import write_json
+from . import schema
 
 FORMAT = 1
 FILENAME = "results.json"
@@ -190,7 +192,8 @@ def save_results(results: dict, folder: str | os.PathLike) -> Path:
 
 
 def load_results(path: str | os.PathLike) -> dict:
-    """Read a results.json (or the one inside a report folder); ValueError if it is not one."""
+    """Read a results.json (or the one inside a report folder); ValueError naming the file and the field where
+    it is not one: every field's type and every number (finite) is checked here, once (:mod:`.schema`)."""
     path = Path(path)
     if path.is_dir():
         path = path / FILENAME
@@ -201,32 +204,56 @@ def load_results(path: str | os.PathLike) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}); a results.json is JSON in UTF-8") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("runs"), list):
         raise ValueError(f"{path}: not a comparison results file (format {FORMAT} with a 'runs' list)")
+    schema.check_finite(data, f"{path}: ")
+    schema.check_fields(data, schema.TOP, f"{path}: ")
     for field in ("runs", "pretraining"):
-        for i, record in enumerate(data.get(field) or []):
+        for i, record in enumerate(data.get(field, [])):
             check_record(record, f"{path}: {field}[{i}]")
+            schema.check_fields(record, schema.RECORD, f"{path}: {field}[{i}].")
     return data
 
 
+def results_folder(path: str | os.PathLike) -> Path:
+    """The comparison folder of ``path``: the folder itself, or the one holding it where it is a results.json."""
+    path = Path(path)
+    return path.parent if path.name == FILENAME and path.is_file() else path
+
+
+# results.json's fields that merge_results combines; any other key is copied, a later part's winning
+MERGED = ("format", "presets", "size", "commands", "machine", "wall_time_s", "sessions", "labels", "left_out",
+          "runs", "pretraining", "attention", "timings", "other_machines")
+
+
 def merge_results(parts: list[dict]) -> dict:
-    """One results dict from several (later parts win for the same run); wall times add up."""
+    """One results dict from several (later parts win for the same run, and for a key it does not combine).
+
+    Idempotent: a run, a session or a command is counted once, so merging a folder with itself, or with a
+    continuation of it (a copy of its results.json that a later compare extended), adds nothing twice. The wall
+    time adds up over the sessions: a part adds its wall time less that of its sessions already counted."""
     merged = empty_results()
     merged["machine"] = parts[0]["machine"] if parts else merged["machine"]
+    seen: dict[tuple, float] = {}  # (started, finished) of each session counted -> its wall time
     for part in parts:
+        for key, value in part.items():
+            if key not in MERGED:
+                merged[key] = copy.deepcopy(value)
         for name in part.get("presets", []):
             if name not in merged["presets"]:
                 merged["presets"].append(name)
-        sizes = {merged["size"], part.get("size")} - {None}
+        sizes = {*(merged["size"] or "").split("/"), part.get("size")} - {None, ""}
         merged["size"] = "/".join(sorted(sizes)) if sizes else None
         merged["commands"] += [c for c in part.get("commands", []) if c not in merged["commands"]]
-        merged["wall_time_s"] += float(part.get("wall_time_s") or 0.0)
-        merged["sessions"] += part.get("sessions", [])
+        merged["wall_time_s"] += _new_wall_time(part, seen)
         merged["labels"].update(part.get("labels", {}))
         if part.get("left_out"):
             merged.setdefault("left_out", {}).update(part["left_out"])
-        if part.get("machine") and part["machine"] != merged["machine"]:
-            merged.setdefault("other_machines", []).append(part["machine"])
+        for machine in [part.get("machine"), *part.get("other_machines", [])]:
+            if machine and machine != merged["machine"] and machine not in merged.get("other_machines", []):
+                merged.setdefault("other_machines", []).append(machine)
         for run in part["runs"]:
             put_run(merged, run)
         for run in part.get("pretraining", []):  # a pretrained preset's pretraining runs: later parts win too
@@ -235,7 +262,27 @@ def merge_results(parts: list[dict]) -> dict:
             merged["attention"].setdefault(group, {}).update(maps)
         if part.get("timings"):  # later parts win: the newest timing of a group
             merged.setdefault("timings", {}).update(part["timings"])
+    merged["sessions"] = [session for _, session in seen.values()]
     return merged
+
+
+def _new_wall_time(part: dict, seen: dict) -> float:
+    """The wall time ``part`` adds to a merge: all of it, less the wall time of its sessions counted already
+    (``seen``, which takes its new sessions); none where every session of it was counted."""
+    wall = float(part.get("wall_time_s") or 0.0)
+    sessions = part.get("sessions", [])
+    counted = [s for s in sessions if _session_key(s) in seen]
+    for session in sessions:
+        seen.setdefault(_session_key(session), (float(session.get("wall_time_s") or 0.0), session))
+    if sessions and len(counted) == len(sessions):
+        return 0.0
+    return max(0.0, wall - sum(float(s.get("wall_time_s") or 0.0) for s in counted))
+
+
+def _session_key(session: dict) -> tuple:
+    """What tells sessions apart: the id each has had since ids were recorded, else its times."""
+    return (session["id"],) if session.get("id") else (session.get("started"), session.get("finished"),
+                                                       session.get("wall_time_s"))
 
 
 def describe_code(code: dict | None) -> str:

@@ -56,6 +56,18 @@ def width_folders(root: str | Path) -> dict[int, Path]:
     return dict(sorted(found.items()))
 
 
+def recorded_width(results: dict, folder: Path) -> int:
+    """The model width that the runs of a width folder's ``results`` record (their config's ``model.d_model``):
+    what the report states, whatever the folder is called. ValueError where they record none, or several."""
+    widths = {((r.get("config") or {}).get("model") or {}).get("d_model") for r in results["runs"] if not failed(r)}
+    widths.discard(None)
+    if len(widths) != 1 or not all(isinstance(w, int) for w in widths):
+        found = f"the widths {', '.join(map(str, sorted(widths, key=str)))}" if widths else "no model.d_model"
+        raise ValueError(f"{folder / FILENAME}: its runs record {found}; a scale study's width folder holds the "
+                         "finished runs of one width")
+    return widths.pop()
+
+
 def is_scale_folder(root: str | Path) -> bool:
     """A scale study's folder: width folders, and no results.json of its own."""
     return not (Path(root) / FILENAME).exists() and bool(width_folders(root))
@@ -66,10 +78,18 @@ class Study:
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
-        self.folders = width_folders(root)
-        self.results = {w: load_results(folder) for w, folder in self.folders.items()}
+        self.results: dict[int, dict] = {}
+        self.folders: dict[int, Path] = {}  # each width's folder, found by its name; its width is its runs'
+        for folder in width_folders(root).values():
+            results = load_results(folder)
+            width = recorded_width(results, folder)
+            if width in self.folders:
+                raise ValueError(f"{folder} and {self.folders[width]} both hold runs of width {width} (their records' "
+                                 "model.d_model); a scale study has one folder per width")
+            self.results[width], self.folders[width] = results, folder
         if not self.results:
             raise ValueError(f"{root}: no {WIDTH_PREFIX}W/{FILENAME} folders, so no scale study to report")
+        self.results = dict(sorted(self.results.items()))
         self.widths = list(self.results)
         self.groups: dict[str, dict[int, Group]] = {}
         self.labels: dict[str, str] = {}

@@ -11,7 +11,7 @@ from .claims import attention_notes, evaluate_claims, verdict_label, verdict_rea
 from .document import build_report
 from .groups import build_groups
 from .lead import LEAD_FIGURE, LEAD_TABLE, lead_preset, lead_text
-from .results import load_results, merge_results
+from .results import load_results, merge_results, results_folder
 from .tables import group_label, table_rows, text_table
 
 
@@ -53,11 +53,12 @@ def write_and_print(results: dict, out: Path, log: Callable[[str], None], raw: P
     log_lead(results, out, log)
 
 
-def render(folders: list[str], out: str | None = None, log: Callable[[str], None] = print, command: str = "",
+def render(folders: list[str], out: str | Path | None = None, log: Callable[[str], None] = print, command: str = "",
            rendered_by: dict | None = None) -> dict:
     """Merge the results.json of ``folders`` and write the report into ``out`` (default: the first folder);
-    ``rendered_by``: the code rendering it (runs.code.code_provenance), named in the header."""
-    target = Path(out or folders[0])
+    ``rendered_by``: the code rendering it (runs.code.code_provenance), named in the header. The command holds
+    the lock of ``out`` around it (comparison/main.py)."""
+    target = Path(out) if out else results_folder(folders[0])
     check_out_dir("--out", target)
     results = merge_results([load_results(f) for f in folders])
     if rendered_by:

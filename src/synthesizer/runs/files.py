@@ -52,7 +52,10 @@ STEP_PREFIX = "step-"
 
 def is_hf_folder(path: str | os.PathLike) -> bool:
     """A folder with an HF ``config.json`` of model_type "synthesizer" (read without importing transformers).
-    ValueError for a ``config.json`` that does not parse (a run folder has none: it is meant as an HF one)."""
+    ValueError for a ``config.json`` that does not parse (a run folder has none: it is meant as an HF one). A run
+    folder (it holds experiment.json) is never one, whatever else was written into it."""
+    if (Path(path) / EXPERIMENT_FILE).is_file():
+        return False
     config = Path(path) / CONFIG_NAME
     try:
         data = json.loads(config.read_text()) if config.is_file() else None
@@ -61,6 +64,17 @@ def is_hf_folder(path: str | os.PathLike) -> bool:
     except OSError:
         return False
     return isinstance(data, dict) and data.get("model_type") == "synthesizer"
+
+
+def check_outside_runs(option: str, out: str | os.PathLike) -> None:
+    """ValueError naming ``option`` where the folder ``out`` is a run folder or inside one (a folder holding
+    experiment.json): other commands read a run folder, and files written into it (an exported model's
+    config.json and weights) would be read in place of the run's own checkpoints."""
+    out = Path(out).resolve()
+    for folder in (out, *out.parents):
+        if (folder / EXPERIMENT_FILE).is_file():
+            where = "is the run folder" if folder == out else f"is inside the run folder {folder}"
+            raise ValueError(f"{option} {out} {where}, which other commands read; write to a folder of its own")
 
 
 def json_safe(value):
@@ -85,7 +99,12 @@ def write_json(path: Path, data: dict, *, compact: bool = False) -> None:
 
 
 def read_json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """The JSON of a run folder's file; ValueError naming the file where it is not JSON in UTF-8 (a copy cut
+    short, a file of another kind)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
 
 
 def write_labels(run_dir: Path, names: list[str]) -> None:

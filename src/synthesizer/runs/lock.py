@@ -58,3 +58,16 @@ class FolderLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def comparison_lock(folder: str | os.PathLike) -> FolderLock:
+    """The lock every command that writes a comparison folder (its results.json and report: ``compare``,
+    ``--time``, ``--render``) holds from reading the folder's results.json to writing it back, so that none
+    writes back a copy that another has changed meanwhile."""
+    return FolderLock(folder, "comparison folder")
+
+
+def study_lock(folder: str | os.PathLike) -> FolderLock:
+    """The lock of a scale study's folder: held by the study while it trains, and by ``--render`` while it
+    writes the report across widths."""
+    return FolderLock(folder, "scale study folder")

@@ -13,9 +13,13 @@ from pathlib import Path
 
 from torch import nn
 
+from ..attention.dispatch import check_impl
+from ..attention.kinds import Kind
+from ..attention.positions import BIAS_SCHEMES
 from ..data.records import Corpus
 from ..data.tokenizer import Tokenizer
 from ..models import Classifier, ModelConfig, build_model
+from ..models.config import parse_attention
 from ..runs.files import LAST, TOKENIZER_DIR, write_json, write_labels
 from ..training import distributed as dist
 from ..training.loop import Diverged, Trainer, seed_everything
@@ -37,6 +41,22 @@ def make_model_config(cfg: ExperimentConfig, tokenizer: Tokenizer, task: Task,
                        eos_id=tokenizer.eos_id, **{**cfg.model, **task.model_fields(), **sizes})
 
 
+def check_kind_options(cfg: ExperimentConfig) -> None:
+    """The attention options that hold for some kinds only (``impl``), checked against the run's own kind before
+    its folder takes any file: a bad one is one line, and no folder is left of a run that never trained (a config
+    checks the option's value alone, since ``--attention`` may change the kind after it is read)."""
+    options = cfg.model.attention_options or {}
+    if "impl" not in options:
+        return
+    for kind in parse_attention(cfg.model.attention):  # each layer's kind (one, or one per layer)
+        if isinstance(kind, Kind):
+            biased = "vanilla" in kind and cfg.model.positions in BIAS_SCHEMES
+            try:
+                check_impl(kind, options["impl"], extra_bias=biased)
+            except ValueError as e:
+                raise ValueError(f"model.attention_options.{e}") from None
+
+
 def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = False, progress: bool = True) -> dict:
     """Train (or resume) ``cfg`` in ``out_dir``, evaluate the best checkpoint on test, write ``result.json``.
 
@@ -47,6 +67,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = Fa
     """
     if "max_steps" not in cfg.train:
         raise ValueError("train.max_steps is required (the number of optimizer updates)")
+    check_kind_options(cfg)
     pretrained = pretrained_run(cfg) if cfg.init_from is not None else None  # refused before any folder is made
     info = dist.init_distributed()
     folder = RunFolder(out_dir)

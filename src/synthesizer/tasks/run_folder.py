@@ -9,12 +9,13 @@ Resuming continues the run in the folder only if it is the same run: the same co
 fields in ``RESUMABLE`` (more or fewer steps, time cap, logging, evaluation and checkpoint cadence,
 and the ``eval`` section, which only changes what is measured), the same data (content hashes of
 every split) and the same tokenizer file. Anything else is refused with one line naming what
-differs. Without resume, a folder holding a checkpoint is refused.
+differs. Without resume, a folder holding a finished run (its ``result.json``: that file, never a link, says a
+run finished) or a checkpoint is refused; with it, a finished run whose checkpoints are gone is refused too
+(training it again from step 0 would overwrite its result).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -24,7 +25,8 @@ from ..data.records import Corpus
 from ..data.span_corruption import sentinel_tokens
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
 from ..runs.code import code_provenance
-from ..runs.files import DATA_FILE, EXPERIMENT_FILE, LAST, RESULT_FILE, TOKENIZER_DIR, write_json
+from ..runs.files import (DATA_FILE, EXPERIMENT_FILE, LAST, LINKS, RESULT_FILE, STEP_PREFIX, TOKENIZER_DIR, read_json,
+                          write_json)
 from ..runs.lock import FolderLock
 from ..training import distributed as dist
 from .config import PRETRAIN, ExperimentConfig, flatten_config
@@ -37,6 +39,12 @@ RESUMABLE = ("train.max_steps", "train.max_minutes", "train.log_every", "train.e
 
 def _resumable(key: str) -> bool:
     return key in RESUMABLE or f"{key.split('.')[0]}.*" in RESUMABLE
+
+
+def holds_checkpoint(path: Path) -> bool:
+    """Whether the run folder ``path`` holds a checkpoint, or a link to one (even one whose target is gone)."""
+    return any((path / link).is_symlink() or (path / link).exists() for link in LINKS) or \
+        any(path.glob(f"{STEP_PREFIX}*"))
 
 
 class RunFolder:
@@ -65,21 +73,26 @@ class RunFolder:
     def check_resume(self, cfg: ExperimentConfig, data: dict, resume: bool) -> None:
         """Refuse to start in a folder holding a run (without resume) or to resume a different run (one line)."""
         out_dir = self.path
-        if not resume and (out_dir / LAST).exists():
-            raise ValueError(f"{out_dir} already holds a trained run; pass resume (--resume) to continue it, "
-                             "or choose another output folder (--out)")
+        finished = (out_dir / RESULT_FILE).exists()  # finished is what result.json says, whatever links are left
+        if not resume and (finished or holds_checkpoint(out_dir)):
+            raise ValueError(f"{out_dir} already holds a {'finished' if finished else 'trained'} run; pass resume "
+                             "(--resume) to continue it, or choose another output folder (--out)")
         if not resume:
             return
+        if finished and not (out_dir / LAST).exists():
+            raise ValueError(f"{out_dir} holds a finished run ({RESULT_FILE}) whose checkpoints are gone (no {LAST}): "
+                             "there is nothing to resume, and training it again would overwrite its result; choose "
+                             "another output folder (--out)")
         differ = []
         saved = out_dir / EXPERIMENT_FILE
         if saved.exists():
-            before, now = flatten_config(json.loads(saved.read_text())), flatten_config(cfg.to_dict())
+            before, now = flatten_config(read_json(saved)), flatten_config(cfg.to_dict())
             for key in sorted(set(before) | set(now)):
                 if before.get(key) != now.get(key) and not _resumable(key):
                     differ.append(f"{key} ({before.get(key, 'unset')!r} before, {now.get(key, 'unset')!r} now)")
         record = out_dir / DATA_FILE
         if record.exists():
-            saved_data = json.loads(record.read_text())
+            saved_data = read_json(record)
             differ += data_differences(saved_data.get("data", {}), data)
             token_file = out_dir / TOKENIZER_DIR / TOKENIZER_FILE
             expected = (saved_data.get("tokenizer") or {}).get("sha256")
@@ -95,7 +108,7 @@ class RunFolder:
         data = data_provenance(corpus)
         self.check_resume(cfg, data, resume)
         record = self.path / DATA_FILE
-        saved = json.loads(record.read_text()) if resume and record.exists() else {}
+        saved = read_json(record) if resume and record.exists() else {}
         # the code of the run's first start; a resume with other code is recorded beside it
         code, now = saved.get("code") or code_provenance(), code_provenance()
         provenance = {"data": data, "tokenizer": saved.get("tokenizer"), "code": code}

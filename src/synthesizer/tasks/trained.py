@@ -11,7 +11,7 @@ from torch import nn
 from ..data.records import DataError
 from ..data.tokenizer import Tokenizer
 from ..models import ModelConfig, build_model
-from ..runs.files import BEST, CONFIG_NAME, EXPERIMENT_FILE, LAST, TOKENIZER_DIR, json_safe
+from ..runs.files import BEST, CONFIG_NAME, EXPERIMENT_FILE, LAST, TOKENIZER_DIR, json_safe, read_json
 from ..training.checkpoint import CheckpointError, corrupt, finished_checkpoint, load_model_weights
 from .config import ExperimentConfig
 from .data import load_data, task_class
@@ -21,7 +21,7 @@ def load_config(run_dir: str | Path) -> ExperimentConfig:
     path = Path(run_dir) / EXPERIMENT_FILE
     if not path.is_file():
         raise DataError(f"{run_dir}: not a run folder (no experiment.json); give the --out folder of a training run")
-    return ExperimentConfig.from_dict(json.loads(path.read_text()))
+    return ExperimentConfig.from_dict(read_json(path))
 
 
 def load_trained(run_dir: str | Path, which: str = BEST) -> tuple[nn.Module, Tokenizer, ExperimentConfig]:

@@ -34,8 +34,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..runs.files import (BEST, CONFIG_NAME, LAST, LINKS, PREVIOUS, STATE_NAME, STEP_PREFIX, TOKENIZER_DIR,
-                          WEIGHTS_NAME)
+from ..runs.files import (BEST, CONFIG_NAME, EXPERIMENT_FILE, LAST, LINKS, PREVIOUS, STATE_NAME, STEP_PREFIX,
+                          TOKENIZER_DIR, WEIGHTS_NAME)
 from .distributed import unwrap_model
 
 # What the saved weights mean, in the file's metadata. 2: token embeddings multiplied by sqrt(d_model)
@@ -221,9 +221,10 @@ def save_checkpoint(directory: str | os.PathLike, model: nn.Module, optimizer: t
 
 
 def resolve_checkpoint(path: str | os.PathLike, which: str = LAST) -> Path:
-    """The checkpoint folder for ``path``: a checkpoint folder itself, or a run folder (uses ``which``)."""
+    """The checkpoint folder for ``path``: a checkpoint folder itself, or a run folder (uses ``which``; a run
+    folder, which holds experiment.json, is never read as a checkpoint, whatever weights were written into it)."""
     path = Path(path)
-    if (path / WEIGHTS_NAME).is_file():
+    if (path / WEIGHTS_NAME).is_file() and not (path / EXPERIMENT_FILE).is_file():
         return path
     if (path / which / WEIGHTS_NAME).is_file():
         return (path / which).resolve()

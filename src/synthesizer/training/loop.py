@@ -481,6 +481,14 @@ class Trainer:
                 break
         return previous
 
+    def _signalled(self) -> bool:
+        """Whether a signal reached any rank (every rank asks at the same point of the run)."""
+        votes = torch.tensor([float(self._signal is not None)], dtype=torch.float64, device=self.device)
+        return dist_utils.all_reduce_sum(votes).item() > 0
+
+    def _signal_name(self) -> str:
+        return signal.Signals(self._signal).name if self._signal is not None else "signal"
+
     # -- the loop --------------------------------------------------------------------------
 
     def train(self, resume: bool = False) -> TrainResult:
@@ -554,7 +562,7 @@ class Trainer:
                            "elapsed": self._elapsed()})
                 window_tokens, window_loss, window_steps, window_start = 0, 0.0, 0, now
             if stop == "signal":  # another rank may have been the one signalled
-                stopped = signal.Signals(self._signal).name if self._signal is not None else "signal"
+                stopped = self._signal_name()
                 break
             if stop == "max_minutes":
                 stopped = stop
@@ -580,6 +588,8 @@ class Trainer:
             if metrics:
                 self._log({"kind": "eval", "step": self.step, **metrics})
             path = self.save(best=self._improved(metrics))
+            if self._signalled():  # during the final evaluation or save: stopped, not lost; a resume only reports it
+                stopped = self._signal_name()
         elif not self._above:  # a stop by signal inside a suspect stretch resumes from the checkpoint before it
             path = self.save()
         self._outcome = (stopped, loss, metrics, path)
