@@ -13,19 +13,13 @@ from synthesizer.attention.none import NoMixing
 from synthesizer.models import Classifier, EncoderDecoder, LanguageModel, ModelConfig
 from synthesizer.models.config import attention_text, parse_attention
 from synthesizer.models.generation import generate
+from tests.models.test_positions import sharpen, tiny as two_layers
 from tests.tolerances import MODEL, assert_close_f32
 
 
 def tiny(**changes) -> ModelConfig:
-    base = dict(vocab_size=50, d_model=32, n_heads=4, n_layers=4, max_len=16, dropout=0.0, eos_id=3,
-                tie_embeddings=False)
-    return ModelConfig(**{**base, **changes})
-
-
-def sharpen(model):
-    with torch.no_grad():
-        model.head.weight.mul_(20.0)
-    return model
+    """The positions tests' tiny model, four layers deep."""
+    return two_layers(**{"n_layers": 4, **changes})
 
 
 # ----------------------------------------------------------------------------- spelling
