@@ -676,7 +676,7 @@ def test_ctrl_c_of_a_one_job_comparison_after_a_run_finished_exits_130_with_what
     monkeypatch.setattr(compare, "run_comparison", functools.partial(
         compare.run_comparison, run_fn=FakeRunner(stop={"random"}), config_fn=config_fn, load_fn=load_fn))
     with pytest.raises(SystemExit) as stop:
-        cli_main(["compare", "--preset", "lm", "--kinds", "vanilla,random", "--baselines", "", "--no-heatmaps",
+        cli_main(["compare", "--preset", "lm", "--kinds", "vanilla", "random", "--baselines", "", "--no-heatmaps",
                   "--out", str(tmp_path)])
     captured = capsys.readouterr()
     assert stop.value.code == 130 and captured.err.splitlines()[-1] == "synthesizer compare: interrupted"
