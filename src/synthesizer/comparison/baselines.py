@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..attention.positions import MODEL_POSITIONS
+from ..report.baselines import strongest
 from ..report.results import FILENAME, failed
 from ..runs.files import write_json
 from ..runs.lock import FolderLock
@@ -41,6 +42,7 @@ MATCHED_PREFIX = "matched-"
 STUDY_FILE = "study.json"
 MATCH_AT = 1.10  # a kind with at least this many times vanilla's parameters gets a vanilla of its size
 VANILLA = "vanilla"
+RULE = "every choice by the lowest validation loss of seed 0"
 
 
 def positions_of(options: Options) -> tuple[str, ...]:
@@ -69,19 +71,6 @@ def task_folders(options: Options) -> list[tuple[str, int, Path]]:
 def _vanilla_at(options: Options, scheme: str, folder: Path, seeds: int) -> Options:
     return dataclasses.replace(options, kinds=[VANILLA], baselines=[], seeds=seeds, out=folder,
                                overrides=(*options.overrides, positions_override(scheme)), lrs=(), lr_by_run=())
-
-
-def strongest(schemes: tuple[str, ...], results: dict[str, dict]) -> str:
-    """The scheme whose vanilla's seed 0 ended with the lowest validation loss; ValueError where none finished."""
-    losses = {}
-    for scheme in schemes:
-        for record in results[scheme]["runs"]:
-            loss = (record.get("valid_metrics") or {}).get("loss")
-            if record.get("seed", 0) == 0 and not failed(record) and not record.get("diverged") and loss is not None:
-                losses[scheme] = float(loss)
-    if not losses:
-        raise ValueError("no position scheme's vanilla run finished with a validation loss: nothing to choose from")
-    return min(losses, key=losses.get)
 
 
 def matched_d_ff(vanilla: dict, kind: dict) -> int | None:
@@ -118,6 +107,8 @@ def compare_baselines(options: Options, hooks, compare_fn: Callable) -> dict:
             first = {s: compare_fn(_vanilla_at(task, s, folder / f"{POSITIONS_PREFIX}{s}", 1), quiet) for s in schemes}
             best = strongest(schemes, first)
             hooks.log(f"{config}: the strongest vanilla by seed 0's validation loss has positions={best}")
+            write_json(folder / STUDY_FILE, {"positions": list(schemes), "strongest": best, "lrs": list(lrs),
+                                             "rule": RULE})  # the choices so far; completed below
             # 3: every kind with it, each at its best rate
             kinds = dataclasses.replace(task, out=folder, lrs=lrs,
                                         overrides=(*task.overrides, positions_override(best)))
@@ -151,7 +142,7 @@ def compare_baselines(options: Options, hooks, compare_fn: Callable) -> dict:
                 compare_fn(wide, quiet)
             write_json(folder / STUDY_FILE, {"positions": list(schemes), "strongest": best, "lrs": list(lrs),
                                              "chosen_lrs": tuning.get("chosen", {}), "matched_d_ff": matched,
-                                             "rule": "every choice by the lowest validation loss of seed 0"})
+                                             "rule": RULE})
         _write_report(out, hooks)
     return {"tasks": done, "runs": [run for results in done.values() for run in results["runs"]]}
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from . import plots
 from .claims import evaluate_claims, verdict_label
 from .groups import build_groups
 from .render import Block, write_report
@@ -35,6 +36,20 @@ STUDY_FILE = "study.json"
 TUNING_FILE = "tuning.json"
 CLAIMS_READ = (1, 2, 4)  # the claims the study re-judges: the pure synthesizers' gap, random's, the mixtures'
 REFERENCE_SCHEME = "learned"  # the committed comparisons' vanilla
+
+
+def strongest(schemes: tuple[str, ...], results: dict[str, dict | None]) -> str:
+    """The scheme whose vanilla's seed 0 ended with the lowest validation loss (the study's rule, which
+    the report states); ValueError where none finished."""
+    losses = {}
+    for scheme in schemes:
+        for record in (results.get(scheme) or {"runs": []})["runs"]:
+            loss = (record.get("valid_metrics") or {}).get("loss")
+            if record.get("seed", 0) == 0 and not failed(record) and not record.get("diverged") and loss is not None:
+                losses[scheme] = float(loss)
+    if not losses:
+        raise ValueError("no position scheme's vanilla run finished with a validation loss: nothing to choose from")
+    return min(losses, key=losses.get)
 
 
 def _results(folder: Path) -> dict | None:
@@ -94,21 +109,30 @@ def _scheme_blocks(schemes: dict[str, dict | None], strongest: str | None, metri
             ("table", ["positions", "seeds", metric, f"difference from {REFERENCE_SCHEME}"], rows)]
 
 
-def _rate_blocks(tuning: dict) -> list[Block]:
-    """(d): seed 0's validation loss at every rate, and the rate each kind took."""
+def _rate_blocks(tuning: dict, folder: Path) -> list[Block]:
+    """(d): seed 0's validation loss at every rate, and the rate each kind took (a table and a plot)."""
     if not tuning.get("valid_loss"):
         return []
+    pictures: list[Block] = []
+    for key, kinds in tuning["valid_loss"].items():
+        plot = plots.plot_rate_sweep(kinds, (tuning.get("chosen") or {}).get(key, {}), key,
+                                     folder.parent / f"rates_{folder.name}.png")
+        if plot is not None:
+            pictures.append(("img", plot.name, f"{key}: validation loss of seed 0 against the learning rate"))
     lrs = [repr(float(lr)) for lr in tuning.get("lrs", [])]
     rows = []
     for key, kinds in tuning["valid_loss"].items():
         for kind, losses in kinds.items():
             chosen = (tuning.get("chosen") or {}).get(key, {}).get(kind)
-            rows.append([kind, *[("—" if losses.get(lr) is None else f"{losses[lr]:.4f}") for lr in lrs],
-                         "the preset's (none finished)" if chosen is None else repr(chosen)])
+            pending = any(lr not in losses for lr in lrs)  # the sweep goes on: the choice may still change
+            rows.append([kind, *[("not run yet" if lr not in losses else "—" if losses[lr] is None
+                                  else f"{losses[lr]:.4f}") for lr in lrs],
+                         ("the preset's (none finished)" if chosen is None else repr(chosen))
+                         + (" (so far)" if pending else "")])
     return [("h3", "(d) Learning rates"),
             ("p", "Validation loss of seed 0 at each rate of the sweep (— where the run diverged or failed), "
                   "and the rate each kind then trained every seed at (the lowest validation loss)."),
-            ("table", ["kind", *lrs, "chosen"], rows)]
+            ("table", ["kind", *lrs, "chosen"], rows), *pictures]
 
 
 def _verdicts(runs: list[dict], timings: dict | None) -> dict[int, str]:
@@ -161,13 +185,19 @@ def _matched_blocks(folder: Path, tuned: dict, matched_d_ff: dict, metric: str) 
 def _task_blocks(folder: Path, before: list[dict]) -> list[Block]:
     study = read_json(folder / STUDY_FILE) if (folder / STUDY_FILE).is_file() else {}
     tuning = read_json(folder / TUNING_FILE) if (folder / TUNING_FILE).is_file() else {}
-    schemes = {p.name[len(POSITIONS_PREFIX):]: _results(p) for p in sorted(folder.glob(f"{POSITIONS_PREFIX}*"))}
+    found = {p.name[len(POSITIONS_PREFIX):]: _results(p) for p in folder.glob(f"{POSITIONS_PREFIX}*")}
+    order = study.get("positions") or sorted(found)  # the study's order, once it has recorded it
+    schemes = {s: found[s] for s in sorted(found, key=lambda s: order.index(s) if s in order else len(order))}
     tuned = _results(folder / TUNED)
     metric, higher = _metric(tuned or next((r for r in schemes.values() if r), None))
     better = "higher" if higher else "lower"
     blocks: list[Block] = [("h2", f"`{folder.name}`")]
-    blocks += _scheme_blocks(schemes, study.get("strongest"), metric, better)
-    blocks += _rate_blocks(tuning)
+    try:  # the study's choice, or (before it is recorded) the same rule on the runs so far
+        best = study.get("strongest") or strongest(tuple(schemes), schemes)
+    except ValueError:
+        best = None
+    blocks += _scheme_blocks(schemes, best, metric, better)
+    blocks += _rate_blocks(tuning, folder)
     if tuned is not None:
         blocks += _tuned_blocks(tuned, metric, better, before)
         blocks += _matched_blocks(folder, tuned, study.get("matched_d_ff") or {}, metric)

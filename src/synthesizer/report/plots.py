@@ -311,3 +311,30 @@ def layer_place(name: str) -> tuple[str, int]:
     index = next((int(p) for p in parts if p.isdigit()), 0)
     stack = next((p for p in parts if p in ("encoder", "decoder")), "")
     return stack, index
+
+
+def plot_rate_sweep(valid_loss: dict[str, dict[str, float | None]], chosen: dict[str, float | None], title: str,
+                    path: Path) -> Path | None:
+    """A learning-rate sweep (comparison/tuning.py): each kind's validation loss against the rate (log
+    scale), the chosen rate ringed; a rate whose run did not finish is left out. None without points."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    drawn = False
+    for kind, losses in valid_loss.items():
+        points = sorted((float(lr), loss) for lr, loss in losses.items() if loss is not None)
+        if not points:
+            continue
+        xs, ys = zip(*points)
+        ax.plot(xs, ys, marker="o", color=kind_color(kind), label=kind)
+        pick = chosen.get(kind)
+        if pick is not None and pick in xs:
+            ax.scatter([pick], [ys[xs.index(pick)]], s=160, facecolors="none", edgecolors=kind_color(kind))
+        drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log")
+    ax.set_xlabel("learning rate")
+    ax.set_ylabel("validation loss (seed 0)")
+    ax.set_title(title)
+    ax.legend(fontsize="small", title="ringed: the rate chosen", title_fontsize="small")
+    return _save(fig, path)
