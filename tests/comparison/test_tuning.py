@@ -46,8 +46,13 @@ class TunedRunner(FakeRunner):
         total = 5000 + (3000 if kind.startswith("random") else 0) + (2 * d + 1) * (d_ff - 4 * d)  # one layer
         result["params"] = {"total": total, "by_component": {"ffn": (2 * d + 1) * d_ff + d}}
         result["lr_seen"] = lr
+        self.rates.append(lr)
         (out_dir / "result.json").write_text(json.dumps(result))
         return result
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rates = []
 
 
 def study(tmp_path, runner, **kw):
@@ -69,6 +74,15 @@ def test_the_rates_come_from_the_option_or_the_preset_and_must_be_positive():
         positions_of(Options("lm", positions=("rotary",)))
 
 
+def test_a_best_rate_at_an_end_of_what_a_kind_was_tried_at_asks_for_the_next_rate_past_it():
+    from synthesizer.comparison.tuning import edge_rates
+    table = {"lm-sotu": {"vanilla": {"0.001": 4.5, "0.003": 4.1, "0.01": 4.3},   # bracketed
+                         "random": {"0.001": 4.9, "0.003": 4.6, "0.01": 4.4},    # best at the top
+                         "none": {"0.001": 4.6, "0.003": 4.7, "0.01": None},     # best at the bottom
+                         "dense": {"0.001": 4.6, "0.003": 4.5, "0.01": None}}}   # a diverged run brackets it
+    assert edge_rates(table, 10 / 3, 3) == {0.033: ["random"], 0.00033: ["none"]}
+
+
 def test_choose_takes_the_lowest_validation_loss_and_skips_what_did_not_finish():
     table = {"lm-sotu": {"vanilla": {"0.001": 4.5, "0.003": 4.1, "0.01": None}, "random": {"0.001": None}}}
     assert choose(table) == {"lm-sotu": {"vanilla": 0.003, "random": None}}
@@ -78,12 +92,16 @@ def test_a_sweep_picks_each_kinds_rate_on_seed_0_then_trains_the_other_seeds_at_
     runner = TunedRunner()
     results, lines = study(tmp_path, runner, kinds=["vanilla", "random"], baselines=["none"], seeds=3,
                            lrs=(1e-3, 3e-3, 1e-2))
-    # the sweep: seed 0 of every kind at every rate; then seeds 1 and 2 at the chosen rate only (the first
-    # seeds at the chosen rates are not trained again)
+    # the sweep: seed 0 of every kind at every rate, then past the grid's ends for the kinds whose best
+    # rate is there (random's 1e-2 -> 0.033, none's 1e-3 -> 0.00033); then seeds 1 and 2 at the chosen rate
+    # only (the first seeds at the chosen rates are not trained again)
     seeds = [seed for _, seed, _, _ in runner.calls]
-    assert seeds == [0] * 9 + [1] * 3 + [2] * 3
+    assert seeds == [0] * 11 + [1] * 3 + [2] * 3
+    extended = {(kind, lr) for (kind, _, _, _), lr in zip(runner.calls, runner.rates) if lr not in (1e-3, 3e-3, 1e-2)}
+    assert extended == {("random", 0.033), ("none", 0.00033)}
     tuning = json.loads((tmp_path / TUNING_FILE).read_text())
-    assert tuning["chosen"]["lm-sotu"] == {"vanilla": 3e-3, "random": 1e-2, "none": 1e-3}
+    assert tuning["chosen"]["lm-sotu"] == {"vanilla": 3e-3, "random": 1e-2, "none": 1e-3} and tuning["done"]
+    assert tuning["lrs"] == [0.00033, 1e-3, 3e-3, 1e-2, 0.033]
     tuned = load_results(tmp_path / "tuned" / "results.json")
     assert len(tuned["runs"]) == 9
     for record in tuned["runs"]:

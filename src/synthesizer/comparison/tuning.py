@@ -91,11 +91,12 @@ def tuned_options(options: Options, chosen: dict[str, dict[str, float | None]]) 
     return dataclasses.replace(options, lrs=(), out=comparison_folder(options) / TUNED, lr_by_run=by_run)
 
 
-def write_tuning(out: Path, lrs: tuple[float, ...], table: dict, chosen: dict) -> Path:
-    """``OUT/tuning.json``: the rates swept, the first seed's validation loss at each, and the choices."""
+def write_tuning(out: Path, lrs: tuple[float, ...], table: dict, chosen: dict, done: bool = False) -> Path:
+    """``OUT/tuning.json``: the rates swept, the first seed's validation loss at each, the choices, and
+    whether the sweep is complete (``done``: every choice bracketed, or the extensions spent)."""
     path = out / TUNING_FILE
     write_json(path, {"lrs": list(lrs), "rule": "lowest validation loss of seed 0", "valid_loss": table,
-                      "chosen": chosen})
+                      "chosen": chosen, "done": done})
     return path
 
 
@@ -105,25 +106,72 @@ def read_tuning(out: Path) -> dict | None:
     return read_json(path) if path.is_file() else None
 
 
+def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float, down: float) -> dict[float, list[str]]:
+    """``{rate: kinds}`` to sweep next: a kind whose best rate is the largest it was tried at goes on to that
+    rate times ``up``, one whose best is its smallest to that rate divided by ``down`` (2 significant
+    digits), so that every choice ends up bracketed by a rate on each side (or by a run that diverged)."""
+    wanted: dict[float, list[str]] = {}
+    for kinds in table.values():
+        for kind, losses in kinds.items():
+            finite = {float(lr): loss for lr, loss in losses.items() if loss is not None}
+            if not finite:
+                continue
+            tried, best = sorted(float(lr) for lr in losses), min(finite, key=finite.get)
+            for edge, rate in ((tried[-1], best * up), (tried[0], best / down)):
+                if best == edge:
+                    rate = float(f"{rate:.2g}")
+                    if kind not in wanted.setdefault(rate, []):
+                        wanted[rate].append(kind)
+    return {rate: kinds for rate, kinds in wanted.items() if kinds}
+
+
+MAX_EXTENSIONS = 2  # rates added past either end of the grid for a kind whose best is there, at most
+
+
+def _sweep(options: Options, hooks, compare_fn: Callable, out: Path, lrs: tuple[float, ...]) -> dict[float, dict]:
+    """Seed 0 of every kind at every rate, then, for a kind whose best rate is at an end of what it was
+    tried at, the next rate past that end (at most ``MAX_EXTENSIONS`` times); ``tuning.json`` after each."""
+    quiet = dataclasses.replace(hooks, time_fn=None)
+    sweep: dict[float, dict] = {}
+
+    def train(lr: float, kinds: list[str] | None) -> None:
+        hooks.log(f"learning rate {lr!r}, seed 0{'' if kinds is None else ' of ' + ', '.join(kinds)}: "
+                  f"{lr_folder(out, lr)}")
+        asked = at_lr(options, lr) if kinds is None else dataclasses.replace(at_lr(options, lr), kinds=kinds,
+                                                                             baselines=[])
+        sweep[lr] = compare_fn(asked, quiet)
+        table = sweep_table(sweep)
+        write_tuning(out, tuple(sorted(sweep)), table, choose(table))
+
+    for lr in lrs:
+        train(lr, None)
+    if len(lrs) > 1:
+        up, down = lrs[-1] / lrs[-2], lrs[1] / lrs[0]  # the grid's own steps
+        for _ in range(MAX_EXTENSIONS):
+            wanted = edge_rates(sweep_table(sweep), up, down)
+            for lr, kinds in sorted(wanted.items()):
+                train(lr, kinds)
+            if not wanted:
+                break
+    table = sweep_table(sweep)
+    write_tuning(out, tuple(sorted(sweep)), table, choose(table), done=True)
+    return sweep
+
+
 def compare_lrs(options: Options, hooks, compare_fn: Callable) -> dict:
-    """The sweep (``OUT/lr-*``, first seed, no timing), the choice, then the tuned comparison
-    (``OUT/tuned``, every seed, timed as any comparison), each with ``compare_fn(options, hooks)``.
-    Returns the tuned comparison's results."""
-    lrs = lrs_of(options)
+    """The sweep (``OUT/lr-*``, first seed, no timing; extended past an end of the grid where a kind's
+    best rate lies there), the choice, then the tuned comparison (``OUT/tuned``, every seed, timed as any
+    comparison), each with ``compare_fn(options, hooks)``. Returns the tuned comparison's results."""
+    lrs = tuple(sorted(lrs_of(options)))
     out = comparison_folder(options)
     out.mkdir(parents=True, exist_ok=True)
     with FolderLock(out, "learning-rate study folder"):
-        sweep: dict[float, dict] = {}
-        for lr in lrs:
-            hooks.log(f"learning rate {lr!r}, seed 0: {lr_folder(out, lr)}")
-            sweep[lr] = compare_fn(at_lr(options, lr), dataclasses.replace(hooks, time_fn=None))
-            table = sweep_table(sweep)
-            write_tuning(out, lrs, table, choose(table))
+        sweep = _sweep(options, hooks, compare_fn, out, lrs)
         chosen = choose(sweep_table(sweep))
         for key, kinds in chosen.items():
             listed = ", ".join(f"{kind} {lr!r}" if lr is not None else f"{kind} (no rate finished: the preset's)"
                                for kind, lr in kinds.items())
             hooks.log(f"{key}: learning rates chosen by validation loss: {listed}")
         tuned = tuned_options(options, chosen)
-        carry_runs(tuned, hooks, [lr_folder(out, lr) for lr in lrs])  # each kind's first seed at its rate
+        carry_runs(tuned, hooks, [lr_folder(out, lr) for lr in sorted(sweep)])  # each kind's first seed at its rate
         return compare_fn(tuned, hooks)

@@ -124,14 +124,16 @@ def _rate_blocks(tuning: dict, folder: Path) -> list[Block]:
     for key, kinds in tuning["valid_loss"].items():
         for kind, losses in kinds.items():
             chosen = (tuning.get("chosen") or {}).get(key, {}).get(kind)
-            pending = any(lr not in losses for lr in lrs)  # the sweep goes on: the choice may still change
-            rows.append([kind, *[("not run yet" if lr not in losses else "—" if losses[lr] is None
-                                  else f"{losses[lr]:.4f}") for lr in lrs],
+            done = tuning.get("done", False)  # while the sweep goes on, a choice may still change
+            rows.append([kind, *[(("not tried" if done else "not run yet") if lr not in losses
+                                  else "—" if losses[lr] is None else f"{losses[lr]:.4f}") for lr in lrs],
                          ("the preset's (none finished)" if chosen is None else repr(chosen))
-                         + (" (so far)" if pending else "")])
+                         + ("" if done else " (so far)")])
     return [("h3", "(d) Learning rates"),
             ("p", "Validation loss of seed 0 at each rate of the sweep (— where the run diverged or failed), "
-                  "and the rate each kind then trained every seed at (the lowest validation loss)."),
+                  "and the rate each kind then trained every seed at (the lowest validation loss). A kind whose "
+                  "best rate was an end of the grid was also tried past it, until its best had a rate on each "
+                  "side (or a run that diverged)."),
             ("table", ["kind", *lrs, "chosen"], rows), *pictures]
 
 
