@@ -144,6 +144,7 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     assert "(a) Vanilla with each position scheme" in report and "rope (the strongest)" in report
     assert "(d) Learning rates" in report and "(c) The claims against the strongest tuned vanilla" in report
     assert "![lm-sotu: validation loss of seed 0 against the learning rate](rates_lm-sotu-small.png)" in report
+    assert "In progress" not in report  # every stage finished
 
 
 def test_the_baselines_report_puts_the_verdicts_before_beside_the_new_ones(tmp_path):

@@ -194,6 +194,9 @@ def _task_blocks(folder: Path, before: list[dict]) -> list[Block]:
     metric, higher = _metric(tuned or next((r for r in schemes.values() if r), None))
     better = "higher" if higher else "lower"
     blocks: list[Block] = [("h2", f"`{folder.name}`")]
+    if "matched_d_ff" not in study:  # written once the task's last stage is done
+        blocks.append(("p", "**In progress:** this task's study has not finished its stages; what is below is what "
+                            "has finished. The same command resumes it from these folders' results.json."))
     try:  # the study's choice, or (before it is recorded) the same rule on the runs so far
         best = study.get("strongest") or strongest(tuple(schemes), schemes)
     except ValueError:
@@ -220,12 +223,14 @@ def write_baselines_report(root: str | Path, against: list[str | Path] = ()) -> 
     folders = task_folders(root)
     if not folders:
         raise ValueError(f"{root}: no task folder with {POSITIONS_PREFIX}*/{FILENAME}, so no baselines study to report")
-    code = sorted({describe_code((r.get("provenance") or {}).get("code")) for f in folders
-                   for sub in f.iterdir() if (sub / FILENAME).is_file()
-                   for r in load_results(sub / FILENAME)["runs"] if (r.get("provenance") or {}).get("code")})
+    parts = [load_results(sub / FILENAME) for f in folders for sub in sorted(f.iterdir()) if (sub / FILENAME).is_file()]
+    code = sorted({describe_code((r.get("provenance") or {}).get("code")) for results in parts
+                   for r in results["runs"] if (r.get("provenance") or {}).get("code")})
+    commands = dict.fromkeys(c for results in parts for c in results.get("commands", []))
     blocks: list[Block] = [
         ("h1", "Synthesizer baselines study: the strongest vanilla, every kind at its best learning rate"),
-        ("list", [f"tasks: {', '.join(f.name for f in folders)}", f"trained by: {'; '.join(code) or 'code not recorded'}",
+        ("list", [f"tasks: {', '.join(f.name for f in folders)}", *[f"command: `{c}`" for c in commands],
+                  f"trained by: {'; '.join(code) or 'code not recorded'}",
                   "every choice (the position scheme, each kind's learning rate) by the lowest validation loss of "
                   "seed 0; no test number chooses anything"])]
     for folder in folders:
