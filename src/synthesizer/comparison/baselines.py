@@ -30,16 +30,13 @@ from typing import Callable
 from ..attention.positions import MODEL_POSITIONS
 from ..report.baselines import strongest
 from ..report.results import FILENAME, failed
-from ..runs.files import write_json
+from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, write_json
 from ..runs.lock import FolderLock
 from .carry import carry_runs
 from .plan import Options, comparison_folder, lr_override, resolve
 from .presets import get_preset, sized_tasks
 from .tuning import TUNED, at_lr, lrs_of, read_tuning
 
-POSITIONS_PREFIX = "positions-"
-MATCHED_PREFIX = "matched-"
-STUDY_FILE = "study.json"
 MATCH_AT = 1.10  # a kind with at least this many times vanilla's parameters gets a vanilla of its size
 VANILLA = "vanilla"
 RULE = "every choice by the lowest validation loss of seed 0"

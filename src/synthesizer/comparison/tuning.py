@@ -23,15 +23,12 @@ from pathlib import Path
 from typing import Callable
 
 from ..report.results import failed
-from ..runs.files import group_key, read_json, write_json
+from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, group_key, read_json, write_json
 from ..runs.lock import FolderLock
 from .carry import carry_runs
 from .plan import Options, comparison_folder, lr_override
 from .presets import get_preset
 
-LR_PREFIX = "lr-"
-TUNED = "tuned"
-TUNING_FILE = "tuning.json"
 
 
 def lrs_of(options: Options) -> tuple[float, ...]:

@@ -27,13 +27,8 @@ from .groups import build_groups
 from .render import Block, write_report
 from .results import FILENAME, describe_code, failed, load_results
 from .stats import paired_t_interval
-from ..runs.files import group_key, read_json
+from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, TUNED, TUNING_FILE, group_key, read_json
 
-POSITIONS_PREFIX = "positions-"
-MATCHED_PREFIX = "matched-"
-TUNED = "tuned"
-STUDY_FILE = "study.json"
-TUNING_FILE = "tuning.json"
 CLAIMS_READ = (1, 2, 4)  # the claims the study re-judges: the pure synthesizers' gap, random's, the mixtures'
 REFERENCE_SCHEME = "learned"  # the committed comparisons' vanilla
 

@@ -35,10 +35,9 @@ from .groups import build_groups
 from .render import Block, write_report
 from .results import FILENAME, describe_code, failed, load_results
 from .tables import LEARNED_ACCURACY, Group, Share, fmt_metric, group_key, group_label
-from ..runs.files import read_json
+from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, read_json
 
 WIDTH_PREFIX = "width-"
-TUNED, TUNING_FILE, LR_PREFIX = "tuned", "tuning.json", "lr-"  # a width's learning-rate study (comparison/tuning.py)
 REPORT_FILE = "report.md"
 FLOPS_PER_PARAM_TOKEN = 6  # forward + backward multiply-adds x 2 per parameter and token (attention's n^2 terms left out)
 

@@ -35,6 +35,10 @@ TOKENIZER_DIR = "tokenizer"
 WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
 STATE_NAME = "trainer_state.pt"
+# A study made of several comparisons: the learning-rate protocol's folders (OUT/lr-RATE, OUT/tuned) and
+# table, and the baselines study's (OUT/TASK/positions-SCHEME, OUT/TASK/matched-KIND, its choices)
+LR_PREFIX, TUNED, TUNING_FILE = "lr-", "tuned", "tuning.json"
+POSITIONS_PREFIX, MATCHED_PREFIX, STUDY_FILE = "positions-", "matched-", "study.json"
 
 
 def group_key(task: str, data: str) -> str:
