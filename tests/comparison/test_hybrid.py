@@ -21,6 +21,7 @@ from synthesizer.tasks.config import ExperimentConfig
 from .test_compare import FakeRunner
 
 KINDS = PRESETS["hybrid"].kinds
+RECALL = "diag-mqar-zoology-64"  # the recall task of the preset: Zoology's setting, as the recall preset trains it
 ALTERNATE, FIRST, SECOND, THIRD, LAST = ("random,vanilla", "vanilla,random,random,random", "random,vanilla,random,random",
                                          "random,random,vanilla,random", "random,random,random,vanilla")
 # lm: test perplexity; none 110, vanilla 100 (its gain), random loses most of it, the alternation keeps nearly all,
@@ -53,7 +54,7 @@ class HybridRunner(FakeRunner):
         result["params"] = {"total": 5000 + 100 * sum("random" in p for p in parts), "attention_logits": 500,
                             "by_layer": [{"layer": f"blocks.{i}", "kind": parts[i % len(parts)], "params": 100}
                                          for i in range(cfg.model["n_layers"])]}
-        if cfg.data["corpus"] == "diag-mqar":
+        if cfg.data["corpus"] == RECALL:
             accuracy = ACCURACY[kind] + noise / 10
             result.update(primary_metric="accuracy", higher_is_better=True, baselines={},
                           test_metrics={"accuracy": accuracy}, valid_metrics={"accuracy": accuracy, "loss": 1 - accuracy})
@@ -78,8 +79,9 @@ def fake_timing(results, log):
 def study(tmp_path_factory):
     out = tmp_path_factory.mktemp("hybrid")
     runner = HybridRunner()
+    # one comparison (lrs=()): the preset's learning-rate sweep is the tuning protocol's, tested in test_tuning.py
     results = run_comparison("hybrid", "quick", seeds=3, out=out, run_fn=runner, config_fn=config_fn, load_fn=None,
-                             heatmaps=False, log=lambda line: None, time_fn=fake_timing)
+                             heatmaps=False, log=lambda line: None, time_fn=fake_timing, lrs=())
     return out, runner, results
 
 
@@ -89,7 +91,7 @@ def test_the_preset_trains_every_pattern_and_none_at_four_layers_on_lm_and_recal
     assert len(runner.calls) == 2 * 10 * 3 and {c[0] for c in runner.calls} == {*KINDS, "none"}
     for kind in (ALTERNATE, FIRST):
         assert (out / "runs" / "lm-sotu-subset" / kind / "seed2" / "result.json").is_file()
-        assert (out / "runs" / "lm-diag-mqar" / kind / "seed0" / "result.json").is_file()
+        assert (out / "runs" / f"lm-{RECALL}" / kind / "seed0" / "result.json").is_file()
     record = next(r for r in load_results(out)["runs"] if r["attention"] == FIRST)
     assert record["config"]["model"]["attention"] == FIRST and record["config"]["model"]["n_layers"] == 4
     assert layer_kinds(record) == ["vanilla", "random", "random", "random"]
@@ -99,7 +101,7 @@ def test_the_report_gives_each_pattern_its_layers_share_recall_params_and_speed(
     out, _, _ = study
     md = (out / "report.md").read_text()
     section = md[md.index("## Hybrids: which layers need dot-product attention"):md.index("## The paper's claims")]
-    lm = section[:section.index("### multi-query associative recall")]
+    lm = section[:section.index("### multi-query recall, Zoology's setting (64 tokens)")]
     rows = {line.split(" | ")[0].strip("| "): line for line in lm.splitlines() if line.startswith("| ")}
     assert "| all 4 | 3 |" in rows["vanilla"] and "| none | 3 |" in rows["random"]
     assert "| 1, 3 (2 of 4) | 3 |" in rows[ALTERNATE] and "| 0 (1 of 4) |" in rows[FIRST]
@@ -109,7 +111,7 @@ def test_the_report_gives_each_pattern_its_layers_share_recall_params_and_speed(
     assert rows[ALTERNATE].endswith("| 0.75× |") and rows["vanilla"].endswith("| 1.00× |")
     assert "| 5300 |" in rows[FIRST] and "| 5000 |" in rows["vanilla"]  # the parameters of each stack
     # recall: the seeds that learned it
-    recall = section[section.index("### multi-query associative recall"):]
+    recall = section[section.index("### multi-query recall, Zoology's setting (64 tokens)"):]
     assert re.search(rf"^\| {re.escape(FIRST)} \|.*\| 0/3 \|", recall, re.M)
     assert re.search(rf"^\| {re.escape(SECOND)} \|.*\| 3/3 \|", recall, re.M)
     assert f"the best placement is `{SECOND}` by the lowest validation loss of seed 0" in section
@@ -135,17 +137,22 @@ def test_no_paper_claim_checks_a_kind_per_layer(study):
     assert not any(kind in texts for kind in (ALTERNATE, FIRST, LAST)) and "random" in texts
 
 
-def test_the_standard_plan_lists_sixty_runs_with_folder_safe_kinds(tmp_path, capsys):
-    lines = plan_commands(Options("hybrid", "standard", seeds=3, out=tmp_path), ExperimentConfig.from_file,
+def test_the_standard_plan_lists_sixty_runs_with_folder_safe_kinds(tmp_path):
+    lines = plan_commands(Options("hybrid", "standard", seeds=3, out=tmp_path, lrs=()), ExperimentConfig.from_file,
                           log=lambda line: None)
     assert len(lines) == 60
     assert sum(f"--attention {LAST} " in line for line in lines) == 6
     assert all("--set model.n_layers=4" in line for line in lines)
-    assert any(f"{tmp_path}/runs/lm-diag-mqar/{THIRD}/seed2 " in line for line in lines)
-    assert any("train.max_steps=1200" in line for line in lines) and any("train.max_steps=1600" in line for line in lines)
-    assert main(["--preset", "hybrid", "--size", "standard", "--plan", "--seeds", "3", "--out", str(tmp_path)]) == 0
-    printed = capsys.readouterr()
-    assert (printed.out + printed.err).count("synthesizer train --config") == 60 and "60 run(s) to train" in printed.out + printed.err
+    assert any(f"{tmp_path}/runs/lm-{RECALL}/{THIRD}/seed2 " in line for line in lines)
+    assert any("train.max_steps=1200" in line for line in lines) and any("train.max_steps=2000" in line for line in lines)
+    assert all("--set model.positions=rope" in line for line in lines)
+    # the preset sweeps learning rates, so its later runs follow from the finished ones: not plannable as a whole
+    with pytest.raises(ValueError, match="a study with --lrs or --positions chooses its later runs"):
+        main(["--preset", "hybrid", "--size", "standard", "--plan", "--seeds", "3", "--out", str(tmp_path)])
+
+
+def test_the_preset_sweeps_learning_rates_around_the_baselines_studys_choices():
+    assert PRESETS["hybrid"].lrs == (3e-3, 1e-2, 3.3e-2)
 
 
 def test_compare_kinds_are_separated_by_spaces_a_comma_joins_layers(tmp_path, monkeypatch, capsys):
@@ -175,12 +182,14 @@ def test_the_quick_hybrid_preset_trains_for_real(tmp_path, monkeypatch):
     """The quick form, shrunk to seconds: vanilla, vanilla in the first layer only and none, a few steps."""
     monkeypatch.chdir(tmp_path)
     code = main(["--preset", "hybrid", "--size", "quick", "--kinds", "vanilla", FIRST, "--baselines", "none",
-                 "--steps", "3", "--set", "data.limit=64", "--no-heatmaps", "--out", "study"])
+                 "--steps", "3", "--set", "data.limit=64", "--no-heatmaps", "--lrs", "3e-3", "--out", "study"])
     assert code == 0
-    results = load_results(tmp_path / "study")
+    assert (tmp_path / "study" / "tuning.json").is_file()  # the learning-rate protocol, at one rate here
+    results = load_results(tmp_path / "study" / "tuned")
     record = next(r for r in results["runs"] if r["attention"] == FIRST)
     assert [layer["kind"] for layer in record["params"]["by_layer"]] == ["vanilla", "random", "random", "random"]
-    assert (tmp_path / "study" / "runs" / "lm-diag-mqar" / FIRST / "seed0" / "result.json").is_file()
+    # seed 0 trained in the sweep's folder, which the tuned comparison reads it from
+    assert (tmp_path / "study" / "lr-0.003" / "runs" / f"lm-{RECALL}" / FIRST / "seed0" / "result.json").is_file()
     assert FIRST in results["timings"]["lm-sotu-subset"]["kinds"]
-    md = (tmp_path / "study" / "report.md").read_text()
+    md = (tmp_path / "study" / "tuned" / "report.md").read_text()
     assert f"| {FIRST} | 0 (1 of 4) | 1 |" in md and "### Against the 2025 finding" in md
