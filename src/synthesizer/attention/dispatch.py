@@ -49,6 +49,11 @@ against the reference (triton on CPU in the interpreter, flex on CUDA); none of 
 candidates has been timed on a GPU yet. ``CUDA_RANKING`` is the one place where a measurement
 (``scripts/gpu_check.sh``) would move ``triton`` or ``flex`` ahead of ``sdpa_bias``.
 
+Where a measured dispatch table exists (``dispatch_table``: the shipped one, or one named by
+``SYNTHESIZER_DISPATCH_TABLE``, written by ``python -m synthesizer.bench dispatch``), ``impl="auto"`` takes
+the kernel it measured fastest for the layer, device type, mode and nearest length, among those that apply;
+the rankings here decide where it has no entry.
+
 Each kernel states once which layers it applies to (``applies``); ``running_path`` is the one place
 that decides what a forward pass runs: the layer's ``forward`` and its ``path`` both ask it, so what
 ``path`` reports is what runs.
@@ -62,6 +67,7 @@ import torch
 from torch import Tensor
 
 from . import registry
+from .dispatch_table import active_table, layer_key, mode_of
 from .forms import BIAS
 from .ops import (blockwise, factorized_dense, flex_bias, fused, fused_bias, reference, sdpa_bias, shared, triton_bias,
                   wide_qk)
@@ -136,13 +142,23 @@ def opt_in_paths(components: tuple[str, ...], *, extra_bias: bool = False) -> li
 
 
 def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.device | None = None, *,
-                extra_bias: bool = False) -> str:
-    """The path ``impl`` asks for ("auto": the fastest ranked one that applies on ``device``), or
-    "invalid" if it does not apply. What a forward pass runs also depends on the mode: see ``running_path``."""
+                extra_bias: bool = False, training: bool = False, seq: int | None = None) -> str:
+    """The path ``impl`` asks for, or "invalid" if it does not apply. "auto": among the ranked paths that apply
+    on ``device``, the fastest the measured dispatch table (``dispatch_table``) has for this layer in this mode
+    (``training``) at the length nearest ``seq``; without a table entry (or without ``seq``), the first of the
+    static ranking. What a forward pass runs also depends on the mode: see ``running_path``."""
     if impl != "auto":
         kernel = KERNELS.get(impl)
         return impl if kernel is not None and kernel.applies(_specs(components, extra_bias)) else "invalid"
-    return applicable_paths(components, device, extra_bias=extra_bias)[0]
+    paths = applicable_paths(components, device, extra_bias=extra_bias)
+    table = active_table() if seq is not None else None
+    if table is not None:
+        device_type = "cpu" if device is None else device.type
+        measured = table.order(layer_key(components, extra_bias), device_type, mode_of(training), seq) or ()
+        for name in measured:
+            if name in paths:
+                return name
+    return paths[0]
 
 
 def check_impl_name(impl: object) -> None:
@@ -163,11 +179,11 @@ def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = 
 
 
 def running_path(components: tuple[str, ...], impl: str, *, training: bool, dropout: float,
-                 device: torch.device, extra_bias: bool = False) -> str:
-    """The path a full forward pass runs: ``choose_path`` on this device, except that a kernel that
-    cannot run in this mode on this device (its ``runs``) hands over to its ``FALLBACK``. Every path
-    computes in the input's dtype: float16 and bfloat16 run on all of them on CPU."""
-    path = choose_path(components, impl, device, extra_bias=extra_bias)
+                 device: torch.device, extra_bias: bool = False, seq: int | None = None) -> str:
+    """The path a full forward pass of length ``seq`` runs: ``choose_path`` on this device in this mode, except
+    that a kernel that cannot run in this mode on this device (its ``runs``) hands over to its ``FALLBACK``.
+    Every path computes in the input's dtype: float16 and bfloat16 run on all of them on CPU."""
+    path = choose_path(components, impl, device, extra_bias=extra_bias, training=training, seq=seq)
     kernel = KERNELS.get(path)
     if kernel is None:  # "invalid": the layer refuses such an impl when it is built
         return path

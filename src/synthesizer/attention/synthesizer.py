@@ -142,10 +142,15 @@ class SynthesizerAttention(nn.Module):
 
     @property
     def path(self) -> str:
-        """The computation a full forward pass runs now: it follows ``train()``/``eval()`` (dropout
-        sends ``fused_bias`` to ``blockwise`` in training) and the parameters' device."""
+        """The computation a full forward pass of ``max_len`` positions runs now (``path_at`` for another
+        length): it follows ``train()``/``eval()`` (dropout sends ``fused_bias`` to ``blockwise`` in training),
+        the parameters' device and, with ``impl="auto"``, the measured dispatch table."""
+        return self.path_at(self.max_len)
+
+    def path_at(self, seq: int) -> str:
+        """The computation a full forward pass of ``seq`` positions runs now."""
         return running_path(self.components, self.impl, training=self.training, dropout=self.dropout,
-                            device=self.value.weight.device, extra_bias=self.biased)
+                            device=self.value.weight.device, extra_bias=self.biased, seq=seq)
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: AttentionCache | None = None,
@@ -158,7 +163,7 @@ class SynthesizerAttention(nn.Module):
             return self._at_positions(x, key_padding_mask, cache, position_bias, positions, start)
         if cache is not None or self.attention_maps is not None:
             return self._decode(x, key_padding_mask, cache, start, position_bias)
-        kernel = KERNELS[self.path]  # the same decision that ``path`` reports
+        kernel = KERNELS[self.path_at(x.shape[1])]  # the same decision that ``path_at`` reports
         v = split_heads(self.value(x), self.n_heads)
         heads = kernel.attend(self._scores(kernel.NEEDS, x, position_bias=position_bias), v, key_padding_mask,
                               self.causal, self.dropout, self.training)

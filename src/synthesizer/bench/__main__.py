@@ -5,6 +5,8 @@
 ``model``: training tokens/s of a small LM and an encoder classifier; ``decode``: generation
 tokens/s and cache memory; ``all``: the three, into one report. Each writes results.jsonl,
 results.csv, results.md, run.json and (layer) PNG plots to ``--out`` and prints the markdown.
+``dispatch``: every kernel of every kind, timed to rank them per length and mode; also writes the
+dispatch table ``impl="auto"`` can read (OUT/dispatch_table.json).
 ``report DIR``: redo a results folder's CSV, markdown and plots from its results.jsonl.
 """
 
@@ -16,11 +18,17 @@ import sys
 import time
 
 from ..errors import check_out_dir
-from . import decode, layer, model
+from . import decode, dispatch, layer, model
 from .results import markdown, rewrite_results, write_jsonl, write_results
 
-BENCHES = {"layer": layer, "model": model, "decode": decode}
-COMMANDS = ("layer", "attention", "model", "decode", "all", "report")
+BENCHES = {"layer": layer, "model": model, "decode": decode}  # what `all` runs
+ON_ITS_OWN = {"dispatch": dispatch}  # not part of `all`: it ranks kernels, which the others do not compare
+COMMANDS = ("layer", "attention", "model", "decode", "all", "dispatch", "report")
+
+
+def bench_module(command: str):
+    """The module that runs ``command`` (``attention`` is ``layer``)."""
+    return {**BENCHES, **ON_ITS_OWN}["layer" if command == "attention" else command]
 
 
 PROG = "python -m synthesizer.bench"  # `synthesizer bench` passes its own name
@@ -43,13 +51,14 @@ def report_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 
 def parser(command: str, prog: str = PROG) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"{prog} {command}", description=(BENCHES.get(command) or layer).__doc__.split("\n\n")[0])
+    module = layer if command == "all" else bench_module(command)
+    p = argparse.ArgumentParser(prog=f"{prog} {command}", description=module.__doc__.split("\n\n")[0])
     if command == "all":
         p.add_argument("--quick", action="store_true", help="every benchmark's smoke sizes (about a minute)")
         p.add_argument("--kinds", nargs="+", default=None, help="Synthesizer kinds (default: each benchmark's own)")
         p.add_argument("--no-memory", action="store_true", help="skip the layers' peak-memory measurements")
     else:
-        BENCHES["layer" if command == "attention" else command].add_arguments(p)
+        module.add_arguments(p)
     layer.add_common_arguments(p)
     return p
 
@@ -82,7 +91,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> list[dict]:
     check_out_dir("--out", args.out)
     text = f"{prog} {shlex.join(argv)}"
     start = time.perf_counter()
-    rows = run_all(args, text) if command == "all" else BENCHES["layer" if command == "attention" else command].run(args)
+    args.command_line = text
+    rows = run_all(args, text) if command == "all" else bench_module(command).run(args)
     wall = time.perf_counter() - start
     written = write_results(rows, args.out, text, wall)
     if args.jsonl:

@@ -75,6 +75,19 @@ def decode_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def dispatch_rows_table(rows: list[dict]) -> str:
+    """Per length, kind and mode: the kernels from the fastest, each with its median and its time over the
+    fastest's."""
+    lines = ["| seq | kind | mode | kernels, fastest first: ms (x the fastest) |", "|---:|---|---|---|"]
+    keys = dict.fromkeys((r["seq"], r["kind"], r["mode"]) for r in rows)
+    for seq, kind, mode in keys:
+        ranked = sorted((r for r in rows if (r["seq"], r["kind"], r["mode"]) == (seq, kind, mode)), key=lambda r: r["rank"])
+        best = ranked[0]["median_s"]
+        cells = ", ".join(f"`{r['path']}` {r['median_s'] * 1e3:.2f} ({r['median_s'] / best:.2f}x)" for r in ranked)
+        lines.append(f"| {seq} | {kind} | {mode} | {cells} |")
+    return "\n".join(lines)
+
+
 def _find(rows: list[dict], **match) -> dict | None:
     return next((r for r in rows if all(r.get(k) == v for k, v in match.items())), None)
 
@@ -149,7 +162,8 @@ def markdown(rows: list[dict], command: str | None = None, wall_s: float | None 
         parts += ["", "## Targets", "", "Stated for the full run's sizes (`python -m synthesizer.bench all`); at other "
                   "sizes the verdicts only show that the machinery works.", "", targets_table(rows)]
     sections = (("layer", "## Layer level", layer_table), ("model", "## Model level: training throughput", model_table),
-                ("decode", "## Decoding", decode_table))
+                ("decode", "## Decoding", decode_table),
+                ("dispatch", "## Dispatch: the kernels of each layer, fastest first", dispatch_rows_table))
     for bench, title, table in sections:
         sel = [r for r in rows if r.get("bench") == bench]
         if sel:

@@ -1,0 +1,105 @@
+"""Dispatch benchmark: the fastest kernel for each layer, mode and length on this machine, written as the
+table ``impl="auto"`` reads (``attention/dispatch_table.py``).
+
+    python -m synthesizer.bench dispatch [--quick] [--kinds ...] [--seqs 128 512 1024 2048] [--out results/bench]
+
+For each kind and length, every ranked kernel that computes the layer (``dispatch.applicable_paths``) is timed
+round-robin, forward and backward (``train``) and forward without gradients (``eval``), medians over repeats
+after warm-up. Writes the rows like every benchmark, and ``OUT/dispatch_table.json``: point the package at it with
+``SYNTHESIZER_DISPATCH_TABLE=OUT/dispatch_table.json`` (or ``dispatch_table.use_table``); the package ships the
+reference machine's. Training without dropout is timed: a kernel that cannot run with dropout in training hands
+over to its fallback whatever the table says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+from ..attention.dispatch import applicable_paths
+from ..attention.dispatch_table import DispatchTable, Entry, layer_key
+from ..attention.factory import build_mixer, resolve_kind
+from ..attention.kinds import PAPER_KINDS
+from .env import environment, progress_bar
+from .layer import time_layers
+
+TABLE_FILE = "dispatch_table.json"
+FULL = {"batch": 4, "seqs": [128, 512, 1024, 2048], "d_model": 512, "heads": 8, "repeats": 5, "warmup": 1}
+QUICK = {"batch": 2, "seqs": [16, 64], "d_model": 32, "heads": 2, "repeats": 2, "warmup": 1}
+MODE_PART = {"train": "fwd_bwd", "eval": "forward"}  # the timing of time_layers each mode reads
+
+
+def _fill(args: argparse.Namespace) -> None:
+    preset = QUICK if args.quick else FULL
+    for key, value in preset.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+
+
+def _time_kind(args: argparse.Namespace, kind: str, seq: int, device: torch.device, env: dict) -> list[dict]:
+    """One row per (kernel, mode) of ``kind`` at length ``seq``, ranked within each mode (1: the fastest)."""
+    torch.manual_seed(0)
+    parsed = resolve_kind(kind)
+    layers = {path: build_mixer(kind, args.d_model, args.heads, seq, causal=args.causal, impl=path).to(device).train()
+              for path in applicable_paths(tuple(parsed), device)}
+    with progress_bar(2 * (args.repeats + args.warmup) * len(layers), f"dispatch, {kind}, seq {seq}") as bar:
+        stats = time_layers(layers, args.batch, seq, args.d_model, args.repeats, args.warmup, device, bar.update)
+    rows = []
+    for mode, part in MODE_PART.items():
+        ranked = sorted(layers, key=lambda path: stats[path][part]["median"])
+        for rank, path in enumerate(ranked, 1):
+            s = stats[path][part]
+            rows.append({"bench": "dispatch", "kind": kind, "layer": layer_key(tuple(parsed)), "path": path,
+                         "mode": mode, "rank": rank, "seq": seq, "batch": args.batch, "d_model": args.d_model,
+                         "heads": args.heads, "causal": args.causal, "median_s": s["median"], "min_s": s["min"],
+                         "max_s": s["max"]} | env)
+    return rows
+
+
+def table_of(rows: list[dict], device: str, measured_at: dict) -> DispatchTable:
+    """The dispatch table of the benchmark's rows: one entry per (layer, mode, length), its kernels by rank."""
+    entries = []
+    keys = dict.fromkeys((r["layer"], r["mode"], r["seq"]) for r in rows)
+    for layer, mode, seq in keys:
+        ranked = sorted((r for r in rows if (r["layer"], r["mode"], r["seq"]) == (layer, mode, seq)),
+                        key=lambda r: r["rank"])
+        entries.append(Entry(layer, device, mode, seq, tuple(r["path"] for r in ranked),
+                             tuple(r["median_s"] for r in ranked)))
+    return DispatchTable(tuple(entries), measured_at)
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    """Time every kernel of every kind at every length; write OUT/dispatch_table.json; return the rows."""
+    _fill(args)
+    for kind in args.kinds:  # every name checked before anything is timed
+        if isinstance(resolve_kind(kind), str):
+            raise ValueError(f"{kind!r} is a baseline: the dispatch table ranks the kernels of Synthesizer kinds")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    env = environment(device)
+    print(f"# dispatch benchmark: batch {args.batch}, d_model {args.d_model}, {args.heads} heads, causal={args.causal}, "
+          f"torch {env['torch']}, {env['threads']} threads, {device}", file=sys.stderr)
+    rows = [row for seq in sorted(args.seqs) for kind in args.kinds for row in _time_kind(args, kind, seq, device, env)]
+    measured_at = {"batch": args.batch, "d_model": args.d_model, "heads": args.heads, "causal": args.causal,
+                   "repeats": args.repeats, "command": getattr(args, "command_line", None),
+                   **{k: env[k] for k in ("torch", "threads", "device_name", "cores")}}
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    path = table_of(rows, device.type, measured_at).save(Path(args.out) / TABLE_FILE)
+    print(f"# dispatch table: {path} (SYNTHESIZER_DISPATCH_TABLE={path} makes impl='auto' read it)", file=sys.stderr)
+    return rows
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true", help=f"a smoke run: {QUICK}")
+    p.add_argument("--kinds", nargs="+", default=list(PAPER_KINDS), help="Synthesizer kinds (default: %(default)s)")
+    p.add_argument("--seqs", nargs="+", type=int, default=None, help=f"sequence lengths (default: {FULL['seqs']})")
+    p.add_argument("--batch", type=int, default=None, help=f"default: {FULL['batch']}")
+    p.add_argument("--d-model", type=int, default=None, help=f"default: {FULL['d_model']}")
+    p.add_argument("--heads", type=int, default=None, help=f"default: {FULL['heads']}")
+    p.add_argument("--causal", action="store_true", help="causal layers (default: bidirectional)")
+    p.add_argument("--repeats", type=int, default=None, help=f"timed runs per kernel (default: {FULL['repeats']})")
+    p.add_argument("--warmup", type=int, default=None, help=f"untimed runs first (default: {FULL['warmup']})")
