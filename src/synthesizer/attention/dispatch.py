@@ -49,6 +49,13 @@ against the reference (triton on CPU in the interpreter, flex on CUDA); none of 
 candidates has been timed on a GPU yet. ``CUDA_RANKING`` is the one place where a measurement
 (``scripts/gpu_check.sh``) would move ``triton`` or ``flex`` ahead of ``sdpa_bias``.
 
+Per-token inputs (each token its own position: packed rows, whose document mask goes with them, and
+left-padded rows): a kernel takes them only where it is named in ``PER_TOKEN`` (the layer hands it the
+components' features at those positions and the document ids, ``ops.Scores.documents``). ``fused``
+does (its bool mask takes the block-diagonal document mask); the others share one softmax over the
+batch (``shared``), or index their terms by the row alone (the bias kernels), so a per-token forward
+pass of theirs runs ``reference`` instead, and ``path`` says so for a layer fed packed rows.
+
 Each kernel states once which layers it applies to (``applies``); ``running_path`` is the one place
 that decides what a forward pass runs: the layer's ``forward`` and its ``path`` both ask it, so what
 ``path`` reports is what runs.
@@ -98,6 +105,8 @@ CPU_RANKING = ("shared", "fused", "wide_qk", "fused_bias", "blockwise", "sdpa_bi
 # The ranking on CUDA devices (see above); every other device type takes the CPU one. Today's
 # choice, not yet measured on a GPU: the place to put ``triton`` or ``flex`` once a GPU has timed them.
 CUDA_RANKING = ("shared", "fused", "wide_qk", "sdpa_bias", "fused_bias", "blockwise", "factorized_dense", "reference")
+# The paths that take per-token inputs (positions of each token, packed rows' document mask); see above.
+PER_TOKEN = ("fused", "reference")
 # Paths that run only when asked for by name (``impl=``), on any device.
 OPT_IN = ("triton", "flex")
 IMPLS = ("auto", "reference", "shared", "fused", "wide_qk", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", *OPT_IN)
@@ -163,14 +172,15 @@ def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = 
 
 
 def running_path(components: tuple[str, ...], impl: str, *, training: bool, dropout: float,
-                 device: torch.device, extra_bias: bool = False) -> str:
+                 device: torch.device, extra_bias: bool = False, per_token: bool = False) -> str:
     """The path a full forward pass runs: ``choose_path`` on this device, except that a kernel that
-    cannot run in this mode on this device (its ``runs``) hands over to its ``FALLBACK``. Every path
-    computes in the input's dtype: float16 and bfloat16 run on all of them on CPU."""
+    cannot run in this mode on this device (its ``runs``) hands over to its ``FALLBACK``, and that with
+    ``per_token`` inputs (packed rows, per-token positions) a kernel not in ``PER_TOKEN`` hands over to
+    ``reference``. Every path computes in the input's dtype: float16 and bfloat16 run on all of them on CPU."""
     path = choose_path(components, impl, device, extra_bias=extra_bias)
     kernel = KERNELS.get(path)
     if kernel is None:  # "invalid": the layer refuses such an impl when it is built
         return path
     if not kernel.runs(device, training, dropout):
-        return kernel.FALLBACK
-    return path
+        path = kernel.FALLBACK
+    return "reference" if per_token and path not in PER_TOKEN else path
