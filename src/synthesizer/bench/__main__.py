@@ -5,7 +5,9 @@
 ``model``: training tokens/s of a small LM and an encoder classifier; ``decode``: generation
 tokens/s and cache memory; ``all``: the three, into one report. Each writes results.jsonl,
 results.csv, results.md, run.json and (layer) PNG plots to ``--out`` and prints the markdown.
-``report DIR``: redo a results folder's CSV, markdown and plots from its results.jsonl.
+``packing``: training tokens/s (real tokens) of presets' tasks with and without ``batch.pack``
+(not part of ``all``). ``report DIR``: redo a results folder's CSV, markdown and plots from its
+results.jsonl.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import sys
 import time
 
 from ..errors import check_out_dir
-from . import decode, layer, model
+from . import decode, layer, model, packing
 from .results import markdown, rewrite_results, write_jsonl, write_results
 
-BENCHES = {"layer": layer, "model": model, "decode": decode}
-COMMANDS = ("layer", "attention", "model", "decode", "all", "report")
+BENCHES = {"layer": layer, "model": model, "decode": decode}  # what ``all`` runs
+COMMANDS = ("layer", "attention", "model", "decode", "packing", "all", "report")
+OTHER = {"packing": packing}  # commands of their own, not in ``all``
 
 
 PROG = "python -m synthesizer.bench"  # `synthesizer bench` passes its own name
@@ -43,13 +46,14 @@ def report_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 
 def parser(command: str, prog: str = PROG) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"{prog} {command}", description=(BENCHES.get(command) or layer).__doc__.split("\n\n")[0])
+    bench = BENCHES.get(command) or OTHER.get(command) or layer
+    p = argparse.ArgumentParser(prog=f"{prog} {command}", description=bench.__doc__.split("\n\n")[0])
     if command == "all":
         p.add_argument("--quick", action="store_true", help="every benchmark's smoke sizes (about a minute)")
         p.add_argument("--kinds", nargs="+", default=None, help="Synthesizer kinds (default: each benchmark's own)")
         p.add_argument("--no-memory", action="store_true", help="skip the layers' peak-memory measurements")
     else:
-        BENCHES["layer" if command == "attention" else command].add_arguments(p)
+        bench.add_arguments(p)
     layer.add_common_arguments(p)
     return p
 
@@ -82,7 +86,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> list[dict]:
     check_out_dir("--out", args.out)
     text = f"{prog} {shlex.join(argv)}"
     start = time.perf_counter()
-    rows = run_all(args, text) if command == "all" else BENCHES["layer" if command == "attention" else command].run(args)
+    bench = BENCHES.get(command) or OTHER.get(command) or layer  # attention: the layer benchmark
+    rows = run_all(args, text) if command == "all" else bench.run(args)
     wall = time.perf_counter() - start
     written = write_results(rows, args.out, text, wall)
     if args.jsonl:
