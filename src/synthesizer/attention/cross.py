@@ -3,23 +3,38 @@
 Synthesizers replace self-attention only; cross-attention is ``vanilla`` (dot product) unless a model
 asks for ``random``, whose logits ``R_h[t0:t0+t, :s]`` come from ``R: (H, L_tgt, L_src)``.
 The memory's keys and values are computed once per source (``memory_kv``) and reused at every
-decoding step; ``CrossAttentionCache.reorder`` follows beam search.
+decoding step; ``CrossAttentionCache.reorder`` follows beam search. Packed rows (``Packed``): target
+document k of a row attends to source document k of the same row only (``masks.document_mask``), and the
+random kind reads ``R`` at each token's position in its own document.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .cache import DecodingState
-from .masks import allowed_keys, check_padding_mask, masked_softmax
+from .masks import allowed_keys, check_documents, check_padding_mask, document_mask, masked_softmax
 from .random import xavier_per_head_
 from .vanilla import split_heads
 
 CROSS_KINDS = ("vanilla", "random")
+
+
+@dataclass
+class Packed:
+    """Packed target rows against packed source rows: each target token's position in its own document and
+    its document's id (B, t), the same for the source (memory) tokens (B, s). Target document k of a row
+    pairs with source document k of that row (``data/packing.py`` lays them out so)."""
+
+    positions: Tensor
+    documents: Tensor
+    memory_positions: Tensor
+    memory_documents: Tensor
 
 
 class CrossAttentionCache(DecodingState):
@@ -97,12 +112,14 @@ class CrossAttention(nn.Module):
         return cache
 
     def forward(self, x: Tensor, memory: Tensor | None = None, memory_padding_mask: Tensor | None = None,
-                cache: CrossAttentionCache | None = None, start: int = 0) -> Tensor:
+                cache: CrossAttentionCache | None = None, start: int = 0, packed: Packed | None = None) -> Tensor:
         """x (B, t, d) -> (B, t, d). ``start``: position of x's first row in the target (random kind).
 
         With an empty ``cache`` the memory's K/V are computed and stored in it; with a filled one,
-        ``memory`` is not needed.
+        ``memory`` is not needed. ``packed``: packed target and source rows (full passes only).
         """
+        if packed is not None and cache is not None:
+            raise ValueError("packed rows are for full forward passes; decoding with a cache takes one sequence per row")
         if cache is None or not cache.filled:
             if memory is None:
                 raise ValueError("cross-attention needs the encoder memory (or a filled CrossAttentionCache)")
@@ -115,8 +132,15 @@ class CrossAttention(nn.Module):
         if start + t > self.max_len:
             raise ValueError(f"target positions {start}..{start + t - 1} exceed max_len={self.max_len} of this cross-attention")
         padding = kv.padding
+        documents = None
+        if packed is not None:
+            check_documents(packed.documents, b, t)
+            check_documents(packed.memory_documents, b, kv.values.shape[2], "memory_documents")
+            documents = (packed.documents, packed.memory_documents)
+            padding = padding if padding is not None else packed.memory_documents.new_zeros(
+                packed.memory_documents.shape, dtype=torch.bool)
         # The masks' one rule: a source made only of padding gives zeros (mask: True = may attend).
-        allowed, empty = (None, None) if padding is None else allowed_keys(padding, False, t)
+        allowed, empty = (None, None) if padding is None else allowed_keys(padding, False, t, documents=documents)
         p = self.dropout if self.training else 0.0
         scale = 1.0 / math.sqrt(self.d_model // self.n_heads)
         if self.kind == "vanilla" and self.attention_maps is None:
@@ -125,9 +149,11 @@ class CrossAttention(nn.Module):
         else:  # the probabilities materialised: the random kind's always, vanilla's when they are recorded
             if self.kind == "vanilla":
                 logits = split_heads(self.query(x), self.n_heads) @ kv.keys.transpose(-2, -1) * scale
+            elif packed is not None:  # R at each token's position in its own document: (B, H, t, s)
+                logits = self.r[:, packed.positions.unsqueeze(-1), packed.memory_positions.unsqueeze(-2)].transpose(0, 1)
             else:
                 logits = self.r[:, start : start + t, : kv.values.shape[2]].unsqueeze(0)
-            probs = masked_softmax(logits, None if padding is None else padding[:, None, None, :])
+            probs = masked_softmax(logits, None if padding is None else ~allowed)
             if self.attention_maps is not None:
                 probs = probs.expand(b, -1, -1, -1)
                 self.attention_maps.append(probs)

@@ -62,11 +62,21 @@ class DenseLogits(nn.Module):
     def logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor) -> Tensor:
         """(B, H, t, n): the tokens of x (their positions do not matter) against the rows of W2 and b2
         at each example's key positions (B, n)."""
-        if self.per_head:  # (H, L, dh) -> (B, H, n, dh)
-            w2, b2 = self.w2[:, key_positions].transpose(0, 1), self.b2[:, key_positions].transpose(0, 1)
-        else:  # (L, dh) -> (B, 1, n, dh)
-            w2, b2 = self.w2[key_positions].unsqueeze(1), self.b2[key_positions].unsqueeze(1)
+        w2, b2 = self.key_rows(key_positions)
         return self.queries(x) @ w2.transpose(-1, -2) + b2.unsqueeze(-2)
+
+    def key_rows(self, key_positions: Tensor) -> tuple[Tensor, Tensor]:
+        """The rows of W2 and b2 at each example's key positions (B, n): (B, H|1, n, dh) and (B, H|1, n)."""
+        if self.per_head:  # (H, L, dh) -> (B, H, n, dh)
+            return self.w2[:, key_positions].transpose(0, 1), self.b2[:, key_positions].transpose(0, 1)
+        return self.w2[key_positions].unsqueeze(1), self.b2[key_positions].unsqueeze(1)  # (L, dh) -> (B, 1, n, dh)
+
+    def features_at(self, x: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """``features`` with each example's keys at its own positions (B, n): k = [W2[p], b2[p]] per example."""
+        q = torch.cat([self.queries(x), x.new_ones(x.shape[0], self.n_heads, x.shape[1], 1)], dim=-1)
+        w2, b2 = self.key_rows(positions)
+        k = torch.cat([w2, b2.unsqueeze(-1)], dim=-1)
+        return q, k.expand(-1, self.n_heads, -1, -1)
 
     def features(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """q (B, H, n, dh+1) and k (B, H, n, dh+1), k expanded over the batch, with q k^T equal to the logits.

@@ -54,6 +54,13 @@ Where a measured dispatch table exists (``dispatch_table``: the shipped one, or 
 the kernel it measured fastest for the layer, device type, mode and nearest length, among those that apply;
 the rankings here decide where it has no entry.
 
+Per-token inputs (each token its own position: packed rows, whose document mask goes with them, and
+left-padded rows): a kernel takes them only where it is named in ``PER_TOKEN`` (the layer hands it the
+components' features at those positions and the document ids, ``ops.Scores.documents``). ``fused``
+does (its bool mask takes the block-diagonal document mask); the others share one softmax over the
+batch (``shared``), or index their terms by the row alone (the bias kernels), so a per-token forward
+pass of theirs runs ``reference`` instead, and ``path`` says so for a layer fed packed rows.
+
 Each kernel states once which layers it applies to (``applies``); ``running_path`` is the one place
 that decides what a forward pass runs: the layer's ``forward`` and its ``path`` both ask it, so what
 ``path`` reports is what runs.
@@ -104,6 +111,8 @@ CPU_RANKING = ("shared", "fused", "wide_qk", "fused_bias", "blockwise", "sdpa_bi
 # The ranking on CUDA devices (see above); every other device type takes the CPU one. Today's
 # choice, not yet measured on a GPU: the place to put ``triton`` or ``flex`` once a GPU has timed them.
 CUDA_RANKING = ("shared", "fused", "wide_qk", "sdpa_bias", "fused_bias", "blockwise", "factorized_dense", "reference")
+# The paths that take per-token inputs (positions of each token, packed rows' document mask); see above.
+PER_TOKEN = ("fused", "reference")
 # Paths that run only when asked for by name (``impl=``), on any device.
 OPT_IN = ("triton", "flex")
 IMPLS = ("auto", "reference", "shared", "fused", "wide_qk", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", *OPT_IN)
@@ -142,15 +151,19 @@ def opt_in_paths(components: tuple[str, ...], *, extra_bias: bool = False) -> li
 
 
 def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.device | None = None, *,
-                extra_bias: bool = False, training: bool = False, seq: int | None = None) -> str:
+                extra_bias: bool = False, training: bool = False, seq: int | None = None,
+                per_token: bool = False) -> str:
     """The path ``impl`` asks for, or "invalid" if it does not apply. "auto": among the ranked paths that apply
     on ``device``, the fastest the measured dispatch table (``dispatch_table``) has for this layer in this mode
     (``training``) at the length nearest ``seq``; without a table entry (or without ``seq``), the first of the
-    static ranking. What a forward pass runs also depends on the mode: see ``running_path``."""
+    static ranking; ``per_token`` inputs (packed rows, per-token positions): among the ``PER_TOKEN`` kernels.
+    What a forward pass runs also depends on the mode: see ``running_path``."""
     if impl != "auto":
         kernel = KERNELS.get(impl)
         return impl if kernel is not None and kernel.applies(_specs(components, extra_bias)) else "invalid"
     paths = applicable_paths(components, device, extra_bias=extra_bias)
+    if per_token:
+        paths = [name for name in paths if name in PER_TOKEN]
     table = active_table() if seq is not None else None
     if table is not None:
         device_type = "cpu" if device is None else device.type
@@ -179,14 +192,17 @@ def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = 
 
 
 def running_path(components: tuple[str, ...], impl: str, *, training: bool, dropout: float,
-                 device: torch.device, extra_bias: bool = False, seq: int | None = None) -> str:
+                 device: torch.device, extra_bias: bool = False, per_token: bool = False,
+                 seq: int | None = None) -> str:
     """The path a full forward pass of length ``seq`` runs: ``choose_path`` on this device in this mode, except
-    that a kernel that cannot run in this mode on this device (its ``runs``) hands over to its ``FALLBACK``.
-    Every path computes in the input's dtype: float16 and bfloat16 run on all of them on CPU."""
-    path = choose_path(components, impl, device, extra_bias=extra_bias, training=training, seq=seq)
+    that a kernel that cannot run in this mode on this device (its ``runs``) hands over to its ``FALLBACK``, and
+    that with ``per_token`` inputs (packed rows, per-token positions) a kernel not in ``PER_TOKEN`` hands over to
+    ``reference``. Every path computes in the input's dtype: float16 and bfloat16 run on all of them on CPU."""
+    path = choose_path(components, impl, device, extra_bias=extra_bias, training=training, seq=seq,
+                       per_token=per_token)
     kernel = KERNELS.get(path)
     if kernel is None:  # "invalid": the layer refuses such an impl when it is built
         return path
     if not kernel.runs(device, training, dropout):
-        return kernel.FALLBACK
-    return path
+        path = kernel.FALLBACK
+    return "reference" if per_token and path not in PER_TOKEN else path

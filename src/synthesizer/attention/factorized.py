@@ -47,6 +47,10 @@ class FactorizedRandomLogits(nn.Module):
         q, k = self.r1[:, :n].unsqueeze(0), self.r2[:, :n].unsqueeze(0)
         return q.expand(batch, -1, -1, -1), k.expand(batch, -1, -1, -1)
 
+    def features_at(self, x: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """q = R1[p], k = R2[p] at each example's own positions (B, n): (B, H, n, k) each."""
+        return self.r1[:, positions].transpose(0, 1), self.r2[:, positions].transpose(0, 1)
+
     @staticmethod
     def flops(batch: int, seq: int, d_model: int, n_heads: int, max_len: int, *, k: int = 8, **options) -> int:
         """R1 R2^T 2 H n^2 k, once for the batch."""

@@ -86,6 +86,15 @@ def check_options(kind: str | Kind, options: dict) -> None:
         check_impl_name(options["impl"])
 
 
+def takes_packed(kind: str | Kind) -> bool:
+    """Whether the mixer of ``kind`` takes packed rows (``documents``): every synthesizer kind, and a baseline
+    whose forward takes them (``none``; a convolution or Linformer would mix tokens across documents)."""
+    kind = resolve_kind(kind)
+    if isinstance(kind, Kind):
+        return True
+    return "documents" in inspect.signature(_baseline_class(kind).forward).parameters
+
+
 def build_mixer(kind: str | Kind, d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0,
                 positions: str = "none", **options) -> nn.Module:
     """A self-attention layer mapping (B, n, d_model) -> (B, n, d_model) for ``kind``.

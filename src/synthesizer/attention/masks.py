@@ -8,6 +8,12 @@ dtype; a row whose keys are all masked has no softmax, and the spec gives it zer
 takes a bool mask (the fused kernel, cross-attention), and ``causal_mask`` / ``finite_masked_logit``
 are the pieces the fast paths build their own form of the mask from; ``masked_bias`` is the causal
 rule for a kernel that takes a float mask.
+
+Packed rows (several documents in one row, ``data/packing.py``): every token carries its document's id,
+and ``document_mask`` masks each key of another document than the query's: a block-diagonal mask, for
+self-attention (rows and keys of one row) and cross-attention (a target document against its own source
+document). It is the one place that mask is built; ``combined_mask`` and ``allowed_keys`` add it to
+the causal and padding masks.
 """
 
 from __future__ import annotations
@@ -96,12 +102,46 @@ def masked_bias(bias: Tensor, causal: bool, start: int = 0) -> Tensor:
     return bias.masked_fill(causal_mask(bias.shape[-2], bias.shape[-1], bias.device, start), MASKED)
 
 
-def combined_mask(n_rows: int, n_keys: int, causal: bool, padding: Tensor | None, device: torch.device, start: int = 0) -> Tensor | None:
-    """Broadcastable to (B, H, n_rows, n_keys): causal (1, 1, t, n) | padding (B, 1, 1, n), or None."""
+def check_documents(documents: Tensor, batch: int, seq: int, name: str = "documents") -> None:
+    """Per-token document ids of packed rows: an integer tensor (batch, seq)."""
+    if not isinstance(documents, Tensor) or documents.dtype not in (torch.int64, torch.int32):
+        kind = documents.dtype if isinstance(documents, Tensor) else type(documents).__name__
+        raise ValueError(f"{name} must be an integer tensor (batch, seq) of document ids, got {kind}")
+    if tuple(documents.shape) != (batch, seq):
+        raise ValueError(f"{name} must have shape (batch, seq) = {(batch, seq)}, got {tuple(documents.shape)}")
+
+
+def check_packed(x: Tensor, positions: Tensor | None, documents: Tensor | None, cache: object | None) -> None:
+    """The rule of a mixer's packed input: ``documents`` (batch, seq) ints come with ``positions`` (each
+    document's own, from 0) and only in a full pass (a decoding cache holds one sequence per row)."""
+    if documents is None:
+        return
+    if positions is None:
+        raise ValueError("documents (packed rows) need positions too: each token's position in its own document")
+    if cache is not None:
+        raise ValueError("documents (packed rows) are for full forward passes; decoding with a cache takes one "
+                         "sequence per row")
+    check_documents(documents, x.shape[0], x.shape[1])
+
+
+def document_mask(rows: Tensor, keys: Tensor | None = None) -> Tensor:
+    """(B, 1, t, n) bool, True where key j belongs to another document than query i: ``rows`` (B, t) the
+    queries' document ids, ``keys`` (B, n) the keys' (None: the rows', self-attention)."""
+    keys = rows if keys is None else keys
+    return (rows.unsqueeze(-1) != keys.unsqueeze(-2)).unsqueeze(1)
+
+
+def combined_mask(n_rows: int, n_keys: int, causal: bool, padding: Tensor | None, device: torch.device, start: int = 0,
+                  documents: Tensor | None = None) -> Tensor | None:
+    """Broadcastable to (B, H, n_rows, n_keys): causal (1, 1, t, n) | padding (B, 1, 1, n) | another document
+    (B, 1, t, n; ``documents`` (B, n) the ids of one packed row's tokens, rows and keys alike), or None."""
     mask = causal_mask(n_rows, n_keys, device, start)[None, None] if causal else None
     if padding is not None:
         pad = padding[:, None, None, :]
         mask = pad if mask is None else mask | pad
+    if documents is not None:
+        other = document_mask(documents[:, start : start + n_rows], documents[:, :n_keys])
+        mask = other if mask is None else mask | other
     return mask
 
 
@@ -121,12 +161,16 @@ def masked_softmax_(logits: Tensor) -> Tensor:
     return torch.softmax(logits.masked_fill_(empty, 0.0), dim=-1).masked_fill_(empty, 0.0)
 
 
-def allowed_keys(padding: Tensor, causal: bool, n_rows: int, start: int = 0) -> tuple[Tensor, Tensor]:
+def allowed_keys(padding: Tensor, causal: bool, n_rows: int, start: int = 0,
+                 documents: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """For a kernel that takes a bool mask (True = may attend): the mask (B, 1, n_rows|1, n) and the
     rows without any key (B, 1, n_rows|1, 1), which the mask lets see every key (so the kernel gives
-    no NaN) and whose output the caller sets to zero. ``padding`` (B, n) bool, True = padding."""
+    no NaN) and whose output the caller sets to zero. ``padding`` (B, n) bool, True = padding;
+    ``documents``: the document ids (rows (B, n_rows), keys (B, n)) of packed rows (``document_mask``)."""
     allowed = ~padding[:, None, None, :]
     if causal:
         allowed = allowed & ~causal_mask(n_rows, padding.shape[1], padding.device, start)
+    if documents is not None:
+        allowed = allowed & ~document_mask(*documents)
     empty = ~allowed.any(dim=-1, keepdim=True)
     return allowed | empty, empty

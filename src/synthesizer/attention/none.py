@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from ..errors import positive_int
 from .cache import DecodingState
-from .masks import check_mixer_input, check_positions, continued_positions
+from .masks import check_mixer_input, check_packed, check_positions, continued_positions
 
 
 class NoneCache(DecodingState):
@@ -77,10 +77,12 @@ class NoMixing(nn.Module):
         return NoneCache()
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: NoneCache | None = None,
-                positions: Tensor | None = None) -> Tensor:
+                positions: Tensor | None = None, documents: Tensor | None = None) -> Tensor:
         """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those decoded.
-        ``positions`` (B, t), each token's own, change nothing here (no token reads another); a cache keeps them."""
+        ``positions`` (B, t), each token's own, change nothing here (no token reads another); a cache keeps them.
+        ``documents`` (B, t), packed rows' document ids, are checked and need nothing more: no token reads another."""
         check_mixer_input(x, self.d_model, self.max_len, key_padding_mask, None if cache is None else cache.length)
+        check_packed(x, positions, documents, cache)
         b, t, _ = x.shape
         start = 0 if cache is None else cache.length
         if positions is not None:

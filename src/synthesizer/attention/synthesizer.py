@@ -20,7 +20,7 @@ from .cache import AttentionCache
 from .dispatch import KERNELS, check_impl, running_path
 from .forms import BIAS
 from .kinds import Kind, parse_kind
-from .masks import check_mixer_input, check_positions, check_right_padded, continued_positions
+from .masks import check_mixer_input, check_packed, check_positions, check_right_padded, continued_positions
 from .ops import Scores, reference
 from .positions import BIAS_SCHEMES, LAYER_SCHEMES
 from .vanilla import split_heads
@@ -66,6 +66,12 @@ class SynthesizerAttention(nn.Module):
     restarting at 0. Every component reads its logits at those positions (``R[P_i, P_j]``, dense's
     ``W2[P_j]``, rotary angles), on the reference path; the causal mask stays by index. A decoding
     cache keeps the positions, and new tokens given none continue each row from its last one.
+    Packed rows: ``forward(x, ..., positions=P, documents=D)`` with ``D`` (batch, seq) ints, each token's
+    document (``data/packing.py``); a token attends only to keys of its own document (the block-diagonal
+    ``masks.document_mask``, causal within it where the layer is), so each document gets what it gets
+    alone. Per-token inputs run a kernel of ``dispatch.PER_TOKEN`` (``fused``, where it applies) or the
+    reference; set ``packed = True`` on a layer that is fed packed rows (``models.blocks.set_packed``), and
+    ``path`` names the kernel such a forward pass runs.
     ``attention_maps``: None, or a list to which every forward pass appends the attention probabilities
     it used, (B, H, t, start + t); the pass then runs the reference kernel, which materialises them
     (``models.record`` sets it).
@@ -90,6 +96,7 @@ class SynthesizerAttention(nn.Module):
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout, self.impl = causal, dropout, impl
         self.attention_maps: list[Tensor] | None = None
+        self.packed = False  # fed packed rows (per-token positions and documents): what ``path`` reports
         self.components = parse_kind(kind)  # a Kind: the component names in the canonical order
         self.kind = str(self.components)
         if positions != "none" and positions not in LAYER_SCHEMES:
@@ -144,23 +151,44 @@ class SynthesizerAttention(nn.Module):
     def path(self) -> str:
         """The computation a full forward pass of ``max_len`` positions runs now (``path_at`` for another
         length): it follows ``train()``/``eval()`` (dropout sends ``fused_bias`` to ``blockwise`` in training),
-        the parameters' device and, with ``impl="auto"``, the measured dispatch table."""
+        the parameters' device, with ``impl="auto"`` the measured dispatch table, and, where the layer is fed
+        packed rows (``packed``), which kernels take per-token inputs."""
         return self.path_at(self.max_len)
 
     def path_at(self, seq: int) -> str:
         """The computation a full forward pass of ``seq`` positions runs now."""
-        return running_path(self.components, self.impl, training=self.training, dropout=self.dropout,
-                            device=self.value.weight.device, extra_bias=self.biased, seq=seq)
+        return self._running_path(self.packed, seq)
+
+    def _running_path(self, per_token: bool, seq: int | None = None) -> str:
+        path = running_path(self.components, self.impl, training=self.training, dropout=self.dropout,
+                            device=self.value.weight.device, extra_bias=self.biased, per_token=per_token, seq=seq)
+        # a registered feature component that offers no features at per-token positions: the reference
+        if per_token and path != "reference" and not all(callable(getattr(m, "features_at", None))
+                                                         for m in self.logit_modules.values()):
+            return "reference"
+        return path
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: AttentionCache | None = None,
-                position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
-        """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those cached."""
+                position_bias: Tensor | None = None, positions: Tensor | None = None,
+                documents: Tensor | None = None) -> Tensor:
+        """x (B, t, d) -> (B, t, d). With ``cache``, x holds the next t positions after those cached.
+        ``documents`` (B, t): packed rows' document ids, with their ``positions``."""
         if positions is None and cache is not None and cache.positions is not None:
             positions = continued_positions(cache.positions, x.shape[1])
         start = self._check(x, key_padding_mask, cache, position_bias, positions)
+        check_packed(x, positions, documents, cache)
+        if positions is not None and cache is None and self.attention_maps is None:
+            path = self._running_path(per_token=True, seq=x.shape[1])
+            if path != "reference":
+                kernel = KERNELS[path]
+                v = split_heads(self.value(x), self.n_heads)
+                scores = self._scores(kernel.NEEDS, x, position_bias=position_bias, positions=positions)
+                scores.documents = documents
+                heads = kernel.attend(scores, v, key_padding_mask, self.causal, self.dropout, self.training)
+                return self.out(self._merge(heads))
         if positions is not None:
-            return self._at_positions(x, key_padding_mask, cache, position_bias, positions, start)
+            return self._at_positions(x, key_padding_mask, cache, position_bias, positions, start, documents)
         if cache is not None or self.attention_maps is not None:
             return self._decode(x, key_padding_mask, cache, start, position_bias)
         kernel = KERNELS[self.path_at(x.shape[1])]  # the same decision that ``path_at`` reports
@@ -170,14 +198,16 @@ class SynthesizerAttention(nn.Module):
         return self.out(self._merge(heads))
 
     def attention_weights(self, x: Tensor, key_padding_mask: Tensor | None = None,
-                          position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
+                          position_bias: Tensor | None = None, positions: Tensor | None = None,
+                          documents: Tensor | None = None) -> Tensor:
         """The attention probabilities (B, H, n, n), rows summing to 1 (0 for fully masked rows)."""
         self._check(x, key_padding_mask, None, position_bias, positions)
+        check_packed(x, positions, documents, None)
         if positions is not None:
             logits = self._logits_at(x, positions, positions, None, position_bias)
         else:
             logits = self._scores("logits", x, position_bias=position_bias).logits
-        probs = reference.probabilities(logits, key_padding_mask, self.causal)
+        probs = reference.probabilities(logits, key_padding_mask, self.causal, documents=documents)
         return probs.expand(x.shape[0], -1, -1, -1)
 
     # ------------------------------------------------------------------ internals
@@ -225,24 +255,28 @@ class SynthesizerAttention(nn.Module):
         return self._attend_logits(self._scores("logits", x, start, keys, position_bias).logits, v, padding, start)
 
     def _at_positions(self, x: Tensor, padding: Tensor | None, cache: AttentionCache | None,
-                      position_bias: Tensor | None, positions: Tensor, start: int) -> Tensor:
+                      position_bias: Tensor | None, positions: Tensor, start: int,
+                      documents: Tensor | None = None) -> Tensor:
         """The forward pass with per-token positions, on the reference kernel (a full pass, or the next t
-        tokens of a cache, which keeps their positions)."""
+        tokens of a cache, which keeps their positions; ``documents``: packed rows', full passes only)."""
         v = split_heads(self.value(x), self.n_heads)
         keys, key_positions = None, positions
         if cache is not None:
             v, keys, padding = cache.append(v, self._keys(x, positions), padding, positions)
             key_positions = cache.positions
-        return self._attend_logits(self._logits_at(x, positions, key_positions, keys, position_bias), v, padding, start)
+        logits = self._logits_at(x, positions, key_positions, keys, position_bias)
+        return self._attend_logits(logits, v, padding, start, documents)
 
-    def _attend_logits(self, logits: Tensor, v: Tensor, padding: Tensor | None, start: int) -> Tensor:
+    def _attend_logits(self, logits: Tensor, v: Tensor, padding: Tensor | None, start: int,
+                       documents: Tensor | None = None) -> Tensor:
         """The reference kernel on materialised logits of rows start..; with ``attention_maps`` set, the
         probabilities are appended to it (in the graph: gradients reach them)."""
         if self.attention_maps is None:
-            heads = reference.attend(Scores(logits=logits, start=start), v, padding, self.causal, self.dropout,
-                                     self.training)
+            heads = reference.attend(Scores(logits=logits, start=start, documents=documents), v, padding, self.causal,
+                                     self.dropout, self.training)
         else:
-            probs = reference.probabilities(logits, padding, self.causal, start).expand(v.shape[0], -1, -1, -1)
+            probs = reference.probabilities(logits, padding, self.causal, start, documents)
+            probs = probs.expand(v.shape[0], -1, -1, -1)
             self.attention_maps.append(probs)
             heads = (F.dropout(probs, self.dropout) if self.training and self.dropout > 0 else probs) @ v
         return self.out(self._merge(heads))
@@ -272,14 +306,15 @@ class SynthesizerAttention(nn.Module):
         return None if keyed is None else self.logit_modules[keyed].keys(x, start)
 
     def _scores(self, needs: str, x: Tensor, start: int = 0, keys: Tensor | None = None,
-                position_bias: Tensor | None = None) -> Scores:
+                position_bias: Tensor | None = None, positions: Tensor | None = None) -> Scores:
         """What the components give the kernel (see ``ops.Scores``): "logits" (B|1, H, t, start + t)
         for rows start..start+t-1, mixture weights folded in (``keys``: the cached keys of all start + t
         positions, for the component that needs them); "features": q, k (B, H, n, sum d_c) concatenated
         over the feature components (q weighted; one component's weight is handed over as ``q_weight``)
         and the bias components' terms (weight, B (H, n, n));
         "bias": the terms of every component. ``position_bias`` joins vanilla's logits (as a term with
-        vanilla's weight where the kernel takes terms)."""
+        vanilla's weight where the kernel takes terms). ``positions`` (B, n): the features of each token at its
+        own position (``features_at``; a ``PER_TOKEN`` kernel's "features" only)."""
         mixed = self.alpha is not None
         weights = self._weights()
         items = zip(weights, self.components, self.logit_modules.values())
@@ -305,7 +340,7 @@ class SynthesizerAttention(nn.Module):
             if needs == "bias" or registry.spec(name).form == BIAS:
                 terms.append((weight, module.bias(n)))
             else:
-                features.append((weight, *module.features(x)))
+                features.append((weight, *(module.features(x) if positions is None else module.features_at(x, positions))))
             if position_bias is not None and name == "vanilla":
                 terms.append((weight, position_bias))
         if needs == "bias":

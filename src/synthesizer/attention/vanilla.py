@@ -58,6 +58,10 @@ class VanillaLogits(nn.Module):
         """q (B, H, n, dh) scaled by 1/sqrt(dh), k (B, H, n, dh)."""
         return self.queries(x), self.keys(x)
 
+    def features_at(self, x: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """``features`` of the tokens of x at their own positions (B, n) (rotary queries and keys turn by them)."""
+        return self.queries(x, positions), self.keys(x, positions)
+
     def logits_at(self, x: Tensor, rows: Tensor, key_positions: Tensor, keys: Tensor | None = None) -> Tensor:
         """(B, H, t, n) for the tokens of x at positions ``rows`` (B, t) against keys at ``key_positions``
         (B, n): the keys given (a cache's, already rotated), or x's own (then ``key_positions`` are ``rows``).

@@ -7,6 +7,8 @@ tokens/s and cache memory; ``all``: the three, into one report. Each writes resu
 results.csv, results.md, run.json and (layer) PNG plots to ``--out`` and prints the markdown.
 ``dispatch``: every kernel of every kind, timed to rank them per length and mode; also writes the
 dispatch table ``impl="auto"`` can read (OUT/dispatch_table.json).
+``packing``: training tokens/s (real tokens) of presets' tasks with and without ``batch.pack``.
+``dispatch`` and ``packing`` are not part of ``all``.
 ``report DIR``: redo a results folder's CSV, markdown and plots from its results.jsonl.
 """
 
@@ -18,12 +20,13 @@ import sys
 import time
 
 from ..errors import check_out_dir
-from . import decode, dispatch, layer, model
+from . import decode, dispatch, layer, model, packing
 from .results import markdown, rewrite_results, write_jsonl, write_results
 
 BENCHES = {"layer": layer, "model": model, "decode": decode}  # what `all` runs
-ON_ITS_OWN = {"dispatch": dispatch}  # not part of `all`: it ranks kernels, which the others do not compare
-COMMANDS = ("layer", "attention", "model", "decode", "all", "dispatch", "report")
+# commands of their own, not part of `all`: dispatch ranks kernels, packing trains presets' tasks
+ON_ITS_OWN = {"dispatch": dispatch, "packing": packing}
+COMMANDS = ("layer", "attention", "model", "decode", "all", "dispatch", "packing", "report")
 
 
 def bench_module(command: str):

@@ -65,6 +65,17 @@ def model_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def packing_table(rows: list[dict]) -> str:
+    lines = ["| config | kind | batches | padding | step ms | real tokens/s [min-max] | packed x padded | kernels |",
+             "|---|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        spread = f"{r['tokens_per_s']:.0f} [{r['tokens_per_s_min']:.0f}-{r['tokens_per_s_max']:.0f}]"
+        lines.append(f"| {r['config']} | {r['kind']} | {'packed' if r['pack'] else 'padded'} | {100 * r['padding']:.0f}% "
+                     f"| {1e3 * r['step_s']:.1f} | {spread} | {_num(r.get('speedup'), '.2f')} "
+                     f"| {', '.join(r.get('paths') or [])} |")
+    return "\n".join(lines)
+
+
 def decode_table(rows: list[dict]) -> str:
     lines = ["| kind | decode ms [min-max] | tokens/s | tokens/s x V | cache KiB | cache x V |",
              "|---|---:|---:|---:|---:|---:|"]
@@ -158,19 +169,20 @@ def markdown(rows: list[dict], command: str | None = None, wall_s: float | None 
     parts += ["", "Times are medians over interleaved repeats, [min-max] their spread; `x V` is the ratio to "
               "`vanilla` measured in the same run, `x SDPA` to the plain `scaled_dot_product_attention` layer (`sdpa`) (time or memory: below 1 is better; tokens/s: above 1 is better). "
               "FLOPs count matrix products only (see `synthesizer/bench/flops.py`)."]
-    if rows:
+    if any(r.get("bench") in ("layer", "model", "decode") for r in rows):
         parts += ["", "## Targets", "", "Stated for the full run's sizes (`python -m synthesizer.bench all`); at other "
                   "sizes the verdicts only show that the machinery works.", "", targets_table(rows)]
     sections = (("layer", "## Layer level", layer_table), ("model", "## Model level: training throughput", model_table),
                 ("decode", "## Decoding", decode_table),
-                ("dispatch", "## Dispatch: the kernels of each layer, fastest first", dispatch_rows_table))
+                ("dispatch", "## Dispatch: the kernels of each layer, fastest first", dispatch_rows_table),
+                ("packing", "## Packed against padded training (real tokens/s)", packing_table))
     for bench, title, table in sections:
         sel = [r for r in rows if r.get("bench") == bench]
         if sel:
             first = sel[0]
             keys = ("batch", "d_model", "heads", "layers", "vocab", "prompt", "new_tokens")[bench == "model":]  # model: a column
             sizes = ", ".join(f"{k} {first[k]}" for k in keys if k in first)
-            parts += ["", title, "", sizes + ".", "", table(sel)]
+            parts += ["", title, "", *([sizes + ".", ""] if sizes else []), table(sel)]
             skipped = {r["kind"]: r["skipped_longer"] for r in sel if r.get("skipped_longer")}
             if skipped:
                 parts += [""] + [f"- `{k}` not run at longer lengths: {why}." for k, why in skipped.items()]

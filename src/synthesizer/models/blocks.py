@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention.cache import DecodingState
-from ..attention.cross import CrossAttention, CrossAttentionCache
+from ..attention.cross import CrossAttention, CrossAttentionCache, Packed
 from ..attention.factory import build_mixer
 from ..attention.masks import continued_positions
 from ..attention.kinds import Kind
@@ -153,9 +153,24 @@ def token_positions(positions: Tensor | None, caches: list | None, t: int) -> Te
     return positions
 
 
-def takes_positions(mixer: nn.Module) -> bool:
-    """Whether a token mixer's forward takes per-token ``positions`` (the synthesizer layer and ``none``)."""
-    return "positions" in inspect.signature(mixer.forward).parameters
+def takes_positions(mixer: nn.Module, name: str = "positions") -> bool:
+    """Whether a token mixer's forward takes per-token ``positions`` (the synthesizer layer and ``none``), or
+    the ``documents`` of packed rows (the same two)."""
+    return name in inspect.signature(mixer.forward).parameters
+
+
+def set_packed(model: nn.Module, packed: bool = True) -> None:
+    """Mark every self-attention layer of ``model`` as fed packed rows (or not): their ``path`` then names
+    the kernel a packed forward pass runs (``attention/dispatch.py``, ``PER_TOKEN``). ValueError naming a
+    baseline that cannot take packed rows (a convolution would mix the documents at their boundaries,
+    Linformer's projection mixes every position)."""
+    for name, module in model.named_modules():
+        if isinstance(module, (EncoderBlock, DecoderBlock)):
+            if packed and not takes_positions(module.attn, "documents"):
+                raise ValueError(f"{name}: the {module.kind!r} mixer cannot take packed rows (it would mix tokens "
+                                 "across documents); train it without batch.pack")
+            if hasattr(module.attn, "packed"):
+                module.attn.packed = packed
 
 
 class EncoderBlock(nn.Module):
@@ -175,15 +190,28 @@ class EncoderBlock(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None, cache=None,
-                position_bias: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
-        extra = {"position_bias": position_bias} if self.takes_bias else {}  # a layer without a scheme takes none
-        if positions is not None:  # a convolution or Linformer takes no per-token positions
-            if not takes_positions(self.attn):
-                raise ValueError(f"the {type(self.attn).__name__} mixer takes no per-token positions (left padding, "
-                                 "packed documents): give its inputs right-padded, without positions")
-            extra["positions"] = positions
+                position_bias: Tensor | None = None, positions: Tensor | None = None,
+                documents: Tensor | None = None) -> Tensor:
+        """``positions`` (B, t): each token's own; ``documents`` (B, t): packed rows' document ids."""
+        extra = per_token_inputs(self.attn, position_bias if self.takes_bias else None, positions, documents)
         x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask, cache=cache, **extra))
         return x + self.ffn(self.ln_ffn(x))
+
+
+def per_token_inputs(mixer: nn.Module, position_bias: Tensor | None, positions: Tensor | None,
+                     documents: Tensor | None) -> dict:
+    """The keyword arguments a block hands its self-attention: the position bias where it applies one, and
+    per-token positions and documents where given; ValueError where the mixer takes none (a convolution or
+    Linformer: left padding or packed documents are not for them)."""
+    extra = {} if position_bias is None else {"position_bias": position_bias}
+    for name, value in (("positions", positions), ("documents", documents)):
+        if value is None:
+            continue
+        if not takes_positions(mixer, name):
+            raise ValueError(f"the {type(mixer).__name__} mixer takes no per-token {name} (left padding, packed "
+                             "documents): give its inputs right-padded, one sequence per row")
+        extra[name] = value
+    return extra
 
 
 class DecoderLayerCache(DecodingState):
@@ -230,13 +258,15 @@ class DecoderBlock(nn.Module):
 
     def forward(self, x: Tensor, memory: Tensor | None, memory_padding_mask: Tensor | None = None,
                 padding_mask: Tensor | None = None, cache: DecoderLayerCache | None = None, start: int = 0,
-                position_bias: Tensor | None = None) -> Tensor:
-        """x (B, t, d) target states at positions start..start+t-1; memory (B, s, d)."""
-        extra = {"position_bias": position_bias} if self.takes_bias else {}  # a layer without a scheme takes none
+                position_bias: Tensor | None = None, packed: "Packed | None" = None) -> Tensor:
+        """x (B, t, d) target states at positions start..start+t-1; memory (B, s, d). ``packed``: the
+        positions and documents of packed target and source rows."""
+        tgt = (None, None) if packed is None else (packed.positions, packed.documents)
+        extra = per_token_inputs(self.attn, position_bias if self.takes_bias else None, *tgt)
         x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask,
                                     cache=None if cache is None else cache.self_attn, **extra))
         x = x + self.drop(self.cross(self.ln_cross(x), memory, memory_padding_mask,
-                                     cache=None if cache is None else cache.cross, start=start))
+                                     cache=None if cache is None else cache.cross, start=start, packed=packed))
         return x + self.ffn(self.ln_ffn(x))
 
 

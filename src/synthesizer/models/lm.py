@@ -17,6 +17,9 @@ class LanguageModel(nn.Module):
     positions after those already cached. ``positions`` (B, n) gives each token its own position
     instead (a left-padded row: the padding first, the real tokens from 0), in the embeddings and in
     every attention layer; the caches keep them, and later ids given none continue each row.
+    Packed rows (``data/packing.py``): ``positions`` restarting at 0 at each document and ``documents``
+    (B, n), each token's document id: no token attends to another document's, so each document's logits
+    are those it gets alone. The same per-token positions serve both.
     """
 
     def __init__(self, config: ModelConfig):
@@ -36,28 +39,30 @@ class LanguageModel(nn.Module):
         return [block.attn.new_cache() for block in self.blocks]
 
     def forward(self, input_ids: Tensor | None, padding_mask: Tensor | None = None, caches: list | None = None, *,
-                positions: Tensor | None = None, inputs_embeds: Tensor | None = None) -> Tensor:
+                positions: Tensor | None = None, inputs_embeds: Tensor | None = None,
+                documents: Tensor | None = None) -> Tensor:
         """Next-token logits (B, n, vocab)."""
         return self.head(self.hidden_states(input_ids, padding_mask, caches, positions=positions,
-                                            inputs_embeds=inputs_embeds))
+                                            inputs_embeds=inputs_embeds, documents=documents))
 
     def hidden_states(self, input_ids: Tensor | None, padding_mask: Tensor | None = None,
                       caches: list | None = None, *, positions: Tensor | None = None,
-                      inputs_embeds: Tensor | None = None) -> Tensor:
+                      inputs_embeds: Tensor | None = None, documents: Tensor | None = None) -> Tensor:
         """The final hidden states (B, n, d), after the last LayerNorm: the forward without its head.
         ``inputs_embeds`` (B, n, d): token embeddings (rows of ``embed.token``) instead of ``input_ids``."""
         start = caches[0].length if caches else 0
         if inputs_embeds is not None:
-            _, padding_mask, positions, inputs_embeds = fit_length(self.config, inputs_embeds[..., 0], padding_mask,
-                                                                   positions, inputs_embeds, start=start)
+            _, padding_mask, positions, documents, inputs_embeds = fit_length(
+                self.config, inputs_embeds[..., 0], padding_mask, positions, documents, inputs_embeds, start=start)
         else:
-            input_ids, padding_mask, positions = fit_length(self.config, input_ids, padding_mask, positions, start=start)
+            input_ids, padding_mask, positions, documents = fit_length(self.config, input_ids, padding_mask, positions,
+                                                                       documents, start=start)
         n = (input_ids if inputs_embeds is None else inputs_embeds).shape[1]
         positions = token_positions(positions, caches, n)
         x = self.embed(input_ids, start, positions=positions, token_embeds=inputs_embeds)
         bias = bias_for(self.position_bias, start, n, positions, cached_positions(caches))
         for i, block in enumerate(self.blocks):
-            x = block(x, padding_mask, None if caches is None else caches[i], bias, positions)
+            x = block(x, padding_mask, None if caches is None else caches[i], bias, positions, documents)
         return self.ln_f(x)
 
     def param_counts(self) -> dict[str, int]:

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from ..data.batching import LengthBucketSampler
+from ..data.packing import pack_rows
 from ..data.records import Corpus, DataError
 from ..data.tokenizer import Tokenizer
 from .config import ExperimentConfig
@@ -31,6 +32,7 @@ class Task:
     higher_is_better: bool = False
     select_metric: str = "loss"      # validation metric that picks the best checkpoint
     select_mode: str = "min"
+    packs: bool = False              # trains on packed rows with batch.pack (data/packing.py)
 
     def __init__(self, cfg: ExperimentConfig, corpus: Corpus, tokenizer: Tokenizer, rank: int = 0,
                  world_size: int = 1) -> None:
@@ -39,6 +41,9 @@ class Task:
         self.max_len = cfg.model.max_len
         self.on_too_long = cfg.model.on_too_long
         self._per_example: dict[str, dict] = {}  # split -> the last ``metrics`` call's per-example statistics
+        if cfg.batch.pack and not self.packs:
+            raise ValueError(f"batch.pack is not available for task {cfg.task!r}; it packs lm documents, translation, "
+                             "summarization, dialogue and classification examples")
 
     def model_fields(self) -> dict:
         """ModelConfig fields the task fixes (e.g. ``n_classes``)."""
@@ -147,7 +152,23 @@ def shuffled_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int, 
     padded by repetition to a multiple of ``world_size`` and rank r takes every world_size-th batch."""
     g = torch.Generator().manual_seed(seed + epoch)
     order = torch.randperm(n, generator=g).tolist()
-    batches = [order[i : i + batch_size] for i in range(0, n, batch_size)]
+    return rank_batches([order[i : i + batch_size] for i in range(0, n, batch_size)], rank, world_size, make)
+
+
+def packed_batches(sizes: list[tuple[int, ...]], capacities: tuple[int, ...], max_tokens: int, seed: int, epoch: int,
+                   rank: int, world_size: int, make: Callable[[list[list[int]]], object]) -> Iterator:
+    """Batches of packed rows (``data.packing.pack_rows``) of a permutation of the examples seeded by
+    ``seed + epoch``: ``max_tokens`` // (the longest part's row) rows each; ``make`` gets a batch's rows of
+    example indices. Shared among ranks as ``shuffled_batches``."""
+    g = torch.Generator().manual_seed(seed + epoch)
+    order = torch.randperm(len(sizes), generator=g).tolist()
+    rows_per_batch = max(1, max_tokens // max(capacities))
+    return rank_batches(pack_rows(sizes, capacities, rows_per_batch, order), rank, world_size, make)
+
+
+def rank_batches(batches: list, rank: int, world_size: int, make: Callable) -> Iterator:
+    """``make(batch)`` of rank r's share of ``batches``: the list padded by repetition to a multiple of
+    ``world_size``, then every world_size-th batch from r (every rank yields as many)."""
     total = math.ceil(len(batches) / world_size) * world_size
     batches = (batches * math.ceil(total / len(batches)))[:total]
     for b in batches[rank::world_size]:

@@ -5,6 +5,8 @@ Inputs are ``<cls> a <sep>`` or ``<cls> a <sep> b <sep>`` with segment ids 0 for
 checkpoint has the highest validation accuracy; baseline: the majority class of the training labels.
 Regression (``n_classes = 1``): squared error, metrics ``pearson``, ``spearman``, ``mse``; the best
 checkpoint has the lowest validation loss; baseline: the training mean (its ``mse``).
+With ``batch.pack`` the training inputs are packed several to a row of ``max_len`` tokens
+(``data/packing.py``), each attending to itself only and pooled on its own; evaluation keeps one per row.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..data.batching import LengthBucketSampler, length_batches, pad_sequences
+from ..data.packing import packed_tensors
 from ..training.losses import sequence_cross_entropy
-from .base import Task, bucket_sampler, skip_batches, split_of
+from .base import Task, bucket_sampler, packed_batches, skip_batches, split_of
 from .metrics import classification_metrics, regression_metrics
 
 
@@ -51,6 +54,7 @@ def encode_input(tok, text: str, text_pair: str | None, limit: int,
 
 class ClassificationTask(Task):
     family = "classifier"
+    packs = True
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -96,6 +100,18 @@ class ClassificationTask(Task):
             batch["segments"] = pad_sequences(segs, 0)[0]
         return batch
 
+    def packed(self, rows: list[list[int]]) -> dict[str, Tensor]:
+        """A packed training batch (``rows``: the example indices of each row): ids, padding, segments,
+        each token's position and input id, and the labels in the inputs' order (row by row)."""
+        ids, segs, labels = self.encoded("train")
+        x = packed_tensors([[ids[i] for i in row] for row in rows], self.tok.pad_id)
+        order = [i for row in rows for i in row]
+        y = torch.tensor([labels[i] for i in order], dtype=torch.float32 if self.regression else torch.long)
+        batch = {"ids": x.ids, "mask": x.padding, "labels": y, "positions": x.positions, "documents": x.documents}
+        if any(any(segs[i]) for i in order):
+            batch["segments"] = packed_tensors([[segs[i] for i in row] for row in rows], 0).ids
+        return batch
+
     def _batch(self, split: str, idx: list[int]) -> dict[str, Tensor]:
         ids, segs, labels = self.encoded(split)
         return self.collate([ids[i] for i in idx], [segs[i] for i in idx], [labels[i] for i in idx])
@@ -107,10 +123,15 @@ class ClassificationTask(Task):
         return sequence_cross_entropy(out, labels)
 
     def step_fn(self, model: nn.Module, batch: dict) -> tuple[Tensor, Tensor]:
-        return self._loss(model(batch["ids"], batch["mask"], batch.get("segments")), batch["labels"])
+        packed = {k: batch[k] for k in ("positions", "documents") if k in batch}  # batch.pack
+        return self._loss(model(batch["ids"], batch["mask"], batch.get("segments"), **packed), batch["labels"])
 
     def train_batches(self, epoch: int, skip: int):
         ids, _, _ = self.encoded("train")
+        if self.cfg.batch.pack:
+            gen = packed_batches([(len(x),) for x in ids], (self.limit,), self.max_tokens, self.cfg.seed, epoch,
+                                 self.rank, self.world_size, self.packed)
+            return skip_batches(gen, skip)
         if self._sampler is None:
             self._sampler, self._perm = bucket_sampler([len(x) for x in ids], self.max_tokens,
                                                        self.cfg.batch.max_sentences, self.cfg.seed,

@@ -122,7 +122,13 @@ class TokenizerOptions:
 class BatchOptions:
     """The ``batch`` section. Lengths are checked against ``model.max_len``; a length left None is the
     task's, derived from ``model.max_len`` (lm: blocks of min(max_len, 256) tokens; pretraining: max_len;
-    seq2seq: sources of max_len, targets of max_len - 1; classification: max_len)."""
+    seq2seq: sources of max_len, targets of max_len - 1; classification: max_len).
+
+    ``pack``: training batches of packed rows (``data/packing.py``): examples (lm: documents) placed
+    several to a row of ``block_size`` (lm), ``max_src_len`` / ``max_tgt_len + 1`` (seq2seq) or
+    ``max_len`` (classification) tokens, each at its own positions and attending to itself only; a batch
+    holds ``max_tokens`` // (the row's tokens) rows (``max_sentences`` does not apply). Evaluation and
+    generation stay one example per row."""
 
     max_tokens: int = 4096               # tokens per batch (padding included)
     max_sentences: int | None = None     # None: no cap on the examples per batch
@@ -130,9 +136,12 @@ class BatchOptions:
     max_src_len: int | None = None
     max_tgt_len: int | None = None
     max_len: int | None = None
+    pack: bool = False                   # training rows of several examples (see above)
 
     def __post_init__(self) -> None:
-        _positive("batch", self, tuple(f.name for f in dataclasses.fields(self)))
+        _positive("batch", self, tuple(f.name for f in dataclasses.fields(self) if f.name != "pack"))
+        if not isinstance(self.pack, bool):
+            raise ValueError(f"batch.pack must be true or false, got {self.pack!r}")
 
     def check_lengths(self, model_max_len: int) -> None:
         for key in ("block_size", "max_src_len", "max_len"):

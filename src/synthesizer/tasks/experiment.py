@@ -14,11 +14,13 @@ from pathlib import Path
 from torch import nn
 
 from ..attention.dispatch import check_impl
+from ..attention.factory import takes_packed
 from ..attention.kinds import Kind
 from ..attention.positions import BIAS_SCHEMES
 from ..data.records import Corpus
 from ..data.tokenizer import Tokenizer
 from ..models import Classifier, ModelConfig, build_model
+from ..models.blocks import set_packed
 from ..models.config import parse_attention
 from ..runs.files import LAST, TOKENIZER_DIR, write_json, write_labels
 from ..training import distributed as dist
@@ -45,6 +47,11 @@ def check_kind_options(cfg: ExperimentConfig) -> None:
     """The attention options that hold for some kinds only (``impl``), checked against the run's own kind before
     its folder takes any file: a bad one is one line, and no folder is left of a run that never trained (a config
     checks the option's value alone, since ``--attention`` may change the kind after it is read)."""
+    if cfg.batch.pack:
+        for kind in parse_attention(cfg.model.attention):
+            if not takes_packed(kind):
+                raise ValueError(f"batch.pack: the {str(kind)!r} mixer cannot take packed rows (it would mix tokens "
+                                 "across documents); train it without batch.pack")
     options = cfg.model.attention_options or {}
     if "impl" not in options:
         return
@@ -131,6 +138,8 @@ class Run:
             if not isinstance(model, Classifier):
                 raise ValueError(f"init_from: a {self.cfg.task!r} model has no encoder to load")
             model.load_encoder(source)  # a resumed run then loads its own checkpoint over it
+        if self.cfg.batch.pack:
+            set_packed(model)  # the layers' path then names what a packed batch runs
         return model
 
     def trainer(self, task: Task, model: nn.Module) -> Trainer:

@@ -24,6 +24,7 @@ from .seq2seq import Seq2SeqTask
 
 
 class PretrainTask(Seq2SeqTask):
+    packs = False  # span-corruption batches are built per step (tasks/pretrain.py), not packed
     primary_metric, higher_is_better = "loss", False
 
     def __init__(self, *args, **kwargs) -> None:

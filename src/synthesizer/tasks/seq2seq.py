@@ -12,6 +12,11 @@ or greedily, and detokenized by the tokenizer before scoring:
   the training targets, its perplexity on the same target tokens as the model's.
 * per-example statistics of the generation metric (``per_example``), where it is the primary one: BLEU's
   sufficient statistics per sentence (BLEU-1's for dialogue), or the ROUGE-L F of every pair.
+
+With ``batch.pack`` the training pairs are packed (``data/packing.py``): several sources to a row of
+``max_src_len`` tokens and their targets, in the same order, to a row of ``max_tgt_len + 1``; target k of
+a row attends to source k only, each at its own positions. Validation, test loss and generation stay one
+pair per row.
 """
 
 from __future__ import annotations
@@ -19,16 +24,19 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..attention.cross import Packed
 from ..data.batching import LengthBucketSampler, length_batches, pad_sequences
+from ..data.packing import packed_tensors
 from ..models.generation import beam_search, generate
 from ..training.losses import sequence_cross_entropy
-from .base import Task, bucket_sampler, skip_batches, split_of
+from .base import Task, bucket_sampler, packed_batches, skip_batches, split_of
 from .config import SEQ2SEQ_METRICS
 from .metrics import bleu1, bleu_sentence_stats, corpus_bleu, perplexity, rouge_per_example, unigram_nll
 
 
 class Seq2SeqTask(Task):
     family = "seq2seq"
+    packs = True
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -59,9 +67,23 @@ class Seq2SeqTask(Task):
         tgt_out, _ = pad_sequences([t + [tok.eos_id] for t in tgts], tok.pad_id)
         return {"src": src, "src_mask": src_mask, "tgt_in": tgt_in, "tgt_mask": tgt_mask, "tgt_out": tgt_out}
 
+    def packed(self, rows: list[list[int]], srcs: list[list[int]], tgts: list[list[int]]) -> dict[str, Tensor]:
+        """A packed batch: ``rows`` the example indices of each row; the collated tensors plus each token's
+        position and document, for the source (``src_positions``, ``src_documents``) and the target."""
+        tok = self.tok
+        src = packed_tensors([[srcs[i] for i in row] for row in rows], tok.pad_id)
+        tgt_in = packed_tensors([[[tok.bos_id] + tgts[i] for i in row] for row in rows], tok.pad_id)
+        tgt_out = packed_tensors([[tgts[i] + [tok.eos_id] for i in row] for row in rows], tok.pad_id)
+        return {"src": src.ids, "src_mask": src.padding, "tgt_in": tgt_in.ids, "tgt_mask": tgt_in.padding,
+                "tgt_out": tgt_out.ids, "src_positions": src.positions, "src_documents": src.documents,
+                "tgt_positions": tgt_in.positions, "tgt_documents": tgt_in.documents}
+
     # ------------------------------------------------------------------ training
     def _loss(self, model: nn.Module, batch: dict, smoothing: float) -> tuple[Tensor, Tensor]:
-        logits = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
+        packed = None
+        if "src_documents" in batch:
+            packed = Packed(batch["tgt_positions"], batch["tgt_documents"], batch["src_positions"], batch["src_documents"])
+        logits = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"], packed=packed)
         return sequence_cross_entropy(logits, batch["tgt_out"], self.tok.pad_id, smoothing)
 
     def step_fn(self, model: nn.Module, batch: dict) -> tuple[Tensor, Tensor]:
@@ -69,6 +91,11 @@ class Seq2SeqTask(Task):
 
     def train_batches(self, epoch: int, skip: int):
         srcs, tgts = self.encoded("train")
+        if self.cfg.batch.pack:
+            sizes = [(len(s), len(t) + 1) for s, t in zip(srcs, tgts)]
+            gen = packed_batches(sizes, (self.max_src, self.max_tgt + 1), self.max_tokens, self.cfg.seed, epoch,
+                                 self.rank, self.world_size, lambda rows: self.packed(rows, srcs, tgts))
+            return skip_batches(gen, skip)
         if self._sampler is None:
             lengths = [max(len(s), len(t) + 1) for s, t in zip(srcs, tgts)]
             self._sampler, self._perm = bucket_sampler(lengths, self.max_tokens, self.cfg.batch.max_sentences,

@@ -58,7 +58,11 @@ def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, drop
     Returns (B, H, n, dh)."""
     dh = v.shape[-1]
     q, k, v = fold(scores.weighted_q(), scores.k, v)  # the fused CPU kernel needs one head size for q, k and v
-    allowed, empty = (None, None) if padding is None else allowed_keys(padding, causal, q.shape[2])
+    documents = scores.documents  # packed rows: each document's keys only (dispatch.PER_TOKEN)
+    if documents is not None and padding is None:
+        padding = torch.zeros(documents.shape, dtype=torch.bool, device=documents.device)
+    allowed, empty = (None, None) if padding is None else allowed_keys(
+        padding, causal, q.shape[2], documents=None if documents is None else (documents, documents))
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout if training else 0.0,
                                          is_causal=causal and allowed is None, scale=1.0)
     if empty is not None:

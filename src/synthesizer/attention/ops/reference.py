@@ -24,15 +24,17 @@ def applies(components) -> bool:
     return True
 
 
-def probabilities(logits: Tensor, padding: Tensor | None, causal: bool, start: int = 0) -> Tensor:
-    """softmax(mask(logits)) for logits (B|1, H, t, n) of rows start..start+t-1; padding (B, n) bool."""
+def probabilities(logits: Tensor, padding: Tensor | None, causal: bool, start: int = 0,
+                  documents: Tensor | None = None) -> Tensor:
+    """softmax(mask(logits)) for logits (B|1, H, t, n) of rows start..start+t-1; padding (B, n) bool;
+    ``documents`` (B, n): packed rows' document ids (keys of another document masked)."""
     t, n = logits.shape[-2:]
-    return masked_softmax(logits, combined_mask(t, n, causal, padding, logits.device, start))
+    return masked_softmax(logits, combined_mask(t, n, causal, padding, logits.device, start, documents))
 
 
 def attend(scores: Scores, v: Tensor, padding: Tensor | None, causal: bool, dropout: float, training: bool) -> Tensor:
     """(B, H, t, d_v): ``dropout(softmax(mask(logits))) v``, one dropout mask per example."""
-    probs = probabilities(scores.logits, padding, causal, scores.start)
+    probs = probabilities(scores.logits, padding, causal, scores.start, scores.documents)
     if training and dropout > 0:
         probs = F.dropout(probs, dropout)
     return probs @ v

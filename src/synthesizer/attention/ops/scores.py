@@ -54,7 +54,10 @@ class Scores:
       values, else None: weights already in q), and ``terms`` the batch-shared additive part
       (``fused``, ``fused_bias``, ``blockwise``; no scaling is applied to ``q k^T``);
     * ``terms`` alone: the whole logits of an input-independent layer (``shared``, which takes their
-      sum, ``bias()``).
+      sum, ``bias()``);
+    * ``documents`` (B, n) ints or None: the document of every token of packed rows, whose keys of another
+      document the kernel masks (``masks.document_mask``). Only the kernels ``dispatch.PER_TOKEN`` names
+      are handed packed rows; the others never see it set.
     """
 
     logits: Tensor | None = None
@@ -63,6 +66,7 @@ class Scores:
     q_weight: Tensor | None = None
     terms: Terms = ()
     start: int = 0
+    documents: Tensor | None = None
 
     def weighted_q(self) -> Tensor | None:
         """``q`` times ``q_weight`` (the features' mixture weight, 1 or H values), for a kernel that
