@@ -22,7 +22,7 @@ ROOT = "synthesizer"
 # import between two units of one layer is as wrong as an upward one. ``synthesizer`` itself (the
 # package's __init__) is matched exactly, every other name by its longest prefix.
 #   - runs.files is the run folder's file names and plain readers/writers, runs.code the code a run is
-#     trained with, runs.lock a folder's lock: stdlib only, low enough that
+#     trained with, runs.lock a folder's lock: stdlib and errors only, low enough that
 #     the experiment runner (tasks) and the training loop (log.jsonl) write them; the rest of runs/ (the
 #     planned run) sits above tasks. runs/__init__ imports nothing, so importing runs.files runs no more.
 #   - comparison plans and executes the runs (a process pool, or command lines for another scheduler) and
@@ -38,7 +38,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("synthesizer.training", "synthesizer.data"),
     ("synthesizer.models",),
     ("synthesizer.attention",),
-    ("synthesizer.errors", "synthesizer.runs.files", "synthesizer.runs.code", "synthesizer.runs.lock"),
+    ("synthesizer.runs.files", "synthesizer.runs.code", "synthesizer.runs.lock"),
+    ("synthesizer.errors",),  # InputError: raised by every layer, runs.files and runs.lock too
     ("synthesizer.extras",),
 ]
 

@@ -61,6 +61,7 @@ from typing import Protocol, runtime_checkable
 import torch
 from torch import Tensor
 
+from ..errors import InputError
 from . import registry
 from .forms import BIAS
 from .ops import (blockwise, factorized_dense, flex_bias, fused, fused_bias, reference, sdpa_bias, shared, triton_bias,
@@ -149,7 +150,7 @@ def check_impl_name(impl: object) -> None:
     """ValueError unless ``impl`` is one of ``IMPLS``: checked where a config is read, whatever its kind (an
     ``--attention`` given on the command line may change the kind after)."""
     if not isinstance(impl, str) or impl not in IMPLS:
-        raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
+        raise InputError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
 
 
 def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = False) -> None:
@@ -158,7 +159,7 @@ def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = 
     a layer is built."""
     check_impl_name(impl)
     if impl not in ("auto", "reference") and choose_path(components, impl, extra_bias=extra_bias) != impl:
-        raise ValueError(f"impl={impl!r} does not apply to kind {str(components)!r}; use 'auto' or 'reference' "
+        raise InputError(f"impl={impl!r} does not apply to kind {str(components)!r}; use 'auto' or 'reference' "
                          f"({impl!r} computes {KERNELS[impl].APPLIES_TO})")
 
 

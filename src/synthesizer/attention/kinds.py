@@ -12,6 +12,7 @@ only (``random``, ``fixed_random``, ``factorized_random``), the token itself (``
 
 from __future__ import annotations
 
+from ..errors import InputError
 from . import registry
 
 # The built-in components in the canonical order of a mixture (see above), and their aliases.
@@ -49,14 +50,14 @@ def parse_kind(kind: str | Kind) -> Kind:
     if isinstance(kind, Kind):
         return kind
     if not isinstance(kind, str) or not kind.strip():
-        raise ValueError(f"attention kind must be a non-empty string, got {kind!r}; allowed: {allowed_kinds_text()}")
+        raise InputError(f"attention kind must be a non-empty string, got {kind!r}; allowed: {allowed_kinds_text()}")
     components = []
     for part in (p.strip() for p in kind.split("+")):
         name = registry.resolve(part)
         if name is None:
             raise UnknownComponent(part, kind)
         if name in components:
-            raise ValueError(f"attention kind {kind!r} repeats the component {name!r}; each component may appear once")
+            raise InputError(f"attention kind {kind!r} repeats the component {name!r}; each component may appear once")
         components.append(name)
     order = registry.names()
     return Kind(sorted(components, key=order.index))
@@ -72,7 +73,7 @@ def layer_parts(text: str) -> list[str]:
     return [part.strip() for part in text.split(LAYER_SEPARATOR)]
 
 
-class UnknownComponent(ValueError):
+class UnknownComponent(InputError):
     """A part of a kind string that names no component; ``part`` and ``kind`` say which."""
 
     def __init__(self, part: str, kind: str, allowed: str | None = None):

@@ -27,6 +27,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ..errors import InputError
+
 # What a model's ``positions`` may be: absolute embeddings added to the tokens, a scheme of the
 # dot-product component, or nothing at all.
 ABSOLUTE = ("learned", "sinusoidal")
@@ -40,7 +42,7 @@ ROPE_BASE = 10000.0
 def rotary_angles(positions: Tensor, d_head: int, base: float = ROPE_BASE) -> tuple[Tensor, Tensor]:
     """cos and sin (n, d_head/2) of the rotation of each position (float32, ``positions`` (n,) ints)."""
     if d_head % 2:
-        raise ValueError(f"rotary positions need an even head size, got d_head={d_head}")
+        raise InputError(f"rotary positions need an even head size, got d_head={d_head}")
     inv_freq = base ** (-torch.arange(0, d_head, 2, device=positions.device, dtype=torch.float32) / d_head)
     angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq
     return angles.cos(), angles.sin()

@@ -6,6 +6,7 @@ import math
 
 from torch import Tensor, nn
 
+from ..errors import InputError
 from .forms import FEATURES
 from .positions import rotate
 
@@ -30,7 +31,7 @@ class VanillaLogits(nn.Module):
         self.n_heads = n_heads
         self.rotary = rotary
         if rotary and (d_model // n_heads) % 2:
-            raise ValueError(f"rotary positions need an even head size, got d_model/n_heads={d_model // n_heads}")
+            raise InputError(f"rotary positions need an even head size, got d_model/n_heads={d_model // n_heads}")
         self.scale = 1.0 / math.sqrt(d_model // n_heads)
         self.query = nn.Linear(d_model, d_model)
         self.key = nn.Linear(d_model, d_model)

@@ -18,6 +18,7 @@ from ..attention.factory import build_mixer
 from ..attention.masks import continued_positions
 from ..attention.kinds import Kind
 from ..attention.positions import BIAS_SCHEMES, LAYER_SCHEMES, position_bias
+from ..errors import InputError
 from .config import ModelConfig
 
 
@@ -84,9 +85,9 @@ class Embeddings(nn.Module):
             x = x + (self.position(pos) if self.position is not None else self.sinusoid[pos])
         if segment_ids is not None:
             if self.segment is None:
-                raise ValueError("segment_ids given to a model built without segment embeddings")
+                raise InputError("segment_ids given to a model built without segment embeddings")
             if segment_ids.shape != tokens.shape[:2]:
-                raise ValueError(f"segment_ids must have the shape of input_ids {tuple(tokens.shape[:2])}, got {tuple(segment_ids.shape)}")
+                raise InputError(f"segment_ids must have the shape of input_ids {tuple(tokens.shape[:2])}, got {tuple(segment_ids.shape)}")
             x = x + self.segment(segment_ids)
         return self.drop(x)
 
@@ -179,7 +180,7 @@ class EncoderBlock(nn.Module):
         extra = {"position_bias": position_bias} if self.takes_bias else {}  # a layer without a scheme takes none
         if positions is not None:  # a convolution or Linformer takes no per-token positions
             if not takes_positions(self.attn):
-                raise ValueError(f"the {type(self.attn).__name__} mixer takes no per-token positions (left padding, "
+                raise InputError(f"the {type(self.attn).__name__} mixer takes no per-token positions (left padding, "
                                  "packed documents): give its inputs right-padded, without positions")
             extra["positions"] = positions
         x = x + self.drop(self.attn(self.ln_attn(x), key_padding_mask=padding_mask, cache=cache, **extra))
@@ -245,12 +246,12 @@ def fit_length(config: ModelConfig, ids: Tensor, *others: Tensor | None, start: 
     """Check ``start + ids.shape[1] <= max_len``: raise ValueError, or cut ``ids`` and ``others`` to
     fit with a warning when ``config.on_too_long == "truncate"``."""
     if ids.dim() != 2:
-        raise ValueError(f"{what} ids must have shape (batch, seq), got {tuple(ids.shape)}")
+        raise InputError(f"{what} ids must have shape (batch, seq), got {tuple(ids.shape)}")
     n = start + ids.shape[1]
     if n <= config.max_len:
         return (ids, *others)
     if config.on_too_long != "truncate" or start >= config.max_len:
-        raise ValueError(f"{what} length {n} exceeds max_len={config.max_len}; shorten it, build the model with a "
+        raise InputError(f"{what} length {n} exceeds max_len={config.max_len}; shorten it, build the model with a "
                          f"larger max_len, or set on_too_long='truncate'")
     keep = config.max_len - start
     warnings.warn(f"{what} length {n} exceeds max_len={config.max_len}: keeping the first {config.max_len} positions",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from ..errors import InputError
 from .blocks import (DecoderBlock, DecoderLayerCache, EncoderBlock, Embeddings, bias_for, count_params, fit_length,
                      format_param_counts, layer_param_counts, stack_position_bias)
 from .config import ModelConfig
@@ -44,7 +45,7 @@ class EncoderDecoder(nn.Module):
         (a left-padded source: its tokens from 0), with vanilla cross-attention only (a synthesizer
         cross-attention indexes its logits by source position)."""
         if positions is not None and self.config.cross_attention != "vanilla":
-            raise ValueError(f"a source with per-token positions (left-padded) needs vanilla cross-attention; "
+            raise InputError(f"a source with per-token positions (left-padded) needs vanilla cross-attention; "
                              f"{self.config.cross_attention!r} cross-attention indexes by source position: put the "
                              "source's padding on the right")
         if inputs_embeds is not None:

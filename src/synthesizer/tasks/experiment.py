@@ -18,6 +18,7 @@ from ..attention.kinds import Kind
 from ..attention.positions import BIAS_SCHEMES
 from ..data.records import Corpus
 from ..data.tokenizer import Tokenizer
+from ..errors import InputError
 from ..models import Classifier, ModelConfig, build_model
 from ..models.config import parse_attention
 from ..runs.files import LAST, TOKENIZER_DIR, write_json, write_labels
@@ -53,8 +54,8 @@ def check_kind_options(cfg: ExperimentConfig) -> None:
             biased = "vanilla" in kind and cfg.model.positions in BIAS_SCHEMES
             try:
                 check_impl(kind, options["impl"], extra_bias=biased)
-            except ValueError as e:
-                raise ValueError(f"model.attention_options.{e}") from None
+            except InputError as e:
+                raise InputError(f"model.attention_options.{e}") from None
 
 
 def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = False, progress: bool = True) -> dict:
@@ -66,7 +67,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = Fa
     with ``diverged_step`` and the metrics of the best checkpoint before it (if any).
     """
     if "max_steps" not in cfg.train:
-        raise ValueError("train.max_steps is required (the number of optimizer updates)")
+        raise InputError("train.max_steps is required (the number of optimizer updates)")
     check_kind_options(cfg)
     pretrained = pretrained_run(cfg) if cfg.init_from is not None else None  # refused before any folder is made
     info = dist.init_distributed()
@@ -129,7 +130,7 @@ class Run:
         model = build_model(task.family, model_cfg)
         if source is not None:
             if not isinstance(model, Classifier):
-                raise ValueError(f"init_from: a {self.cfg.task!r} model has no encoder to load")
+                raise InputError(f"init_from: a {self.cfg.task!r} model has no encoder to load")
             model.load_encoder(source)  # a resumed run then loads its own checkpoint over it
         return model
 
