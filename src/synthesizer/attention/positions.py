@@ -28,13 +28,8 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
+from .names import ABSOLUTE, BIAS_SCHEMES, LAYER_SCHEMES, MODEL_POSITIONS  # noqa: F401 (read from here too)
 
-# What a model's ``positions`` may be: absolute embeddings added to the tokens, a scheme of the
-# dot-product component, or nothing at all.
-ABSOLUTE = ("learned", "sinusoidal")
-LAYER_SCHEMES = ("rope", "relative", "alibi")  # what SynthesizerAttention(positions=...) takes besides "none"
-BIAS_SCHEMES = ("relative", "alibi")
-MODEL_POSITIONS = (*ABSOLUTE, *LAYER_SCHEMES, "none")
 ROPE_BASE = 10000.0
 
 

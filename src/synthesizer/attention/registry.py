@@ -20,6 +20,7 @@ from ..errors import InputError
 from .dense import DenseLogits
 from .factorized import FactorizedDenseLogits, FactorizedRandomLogits
 from .forms import BIAS, FEATURES, FORMS, LOGITS
+from .names import BUILTIN_ALIASES, BUILTIN_COMPONENTS, PAPER_PURE
 from .random import FixedRandomLogits, RandomLogits
 from .vanilla import VanillaLogits
 
@@ -157,15 +158,15 @@ def resolve(part: str) -> str | None:
     return key if key in _SPECS else _ALIASES.get(key)
 
 
-def _builtin(name: str, cls: type[nn.Module], alias: str, paper_row: int, cached_keys: bool = False) -> None:
+def _builtin(name: str, cls: type[nn.Module]) -> None:
+    """A built-in component: its alias and its row among the paper's pure variants are the names'."""
     _add(ComponentSpec(name, cls, form=cls.form, input_independent=getattr(cls, "input_independent", False),
-                       cached_keys=cached_keys, alias=alias, flops=cls.flops, builtin=True, paper_row=paper_row))
+                       cached_keys=getattr(cls, "cached_keys", False), alias=BUILTIN_ALIASES[name], flops=cls.flops,
+                       builtin=True, paper_row=PAPER_PURE.index(name) if name in PAPER_PURE else None))
 
 
-# The canonical order (see kinds.py); paper_row: the paper's order of the pure variants, vanilla first.
-_builtin("random", RandomLogits, "R", 2)
-_builtin("fixed_random", FixedRandomLogits, "Rfix", 1)
-_builtin("factorized_random", FactorizedRandomLogits, "FR", 3)
-_builtin("dense", DenseLogits, "D", 4)
-_builtin("factorized_dense", FactorizedDenseLogits, "FD", 5)
-_builtin("vanilla", VanillaLogits, "V", 0, cached_keys=True)
+_BUILTIN_CLASSES = {"random": RandomLogits, "fixed_random": FixedRandomLogits,
+                    "factorized_random": FactorizedRandomLogits, "dense": DenseLogits,
+                    "factorized_dense": FactorizedDenseLogits, "vanilla": VanillaLogits}
+for _name in BUILTIN_COMPONENTS:  # registered in the canonical order (names.py)
+    _builtin(_name, _BUILTIN_CLASSES[_name])

@@ -25,6 +25,7 @@ class VanillaLogits(nn.Module):
     """
 
     form = FEATURES
+    cached_keys = True  # its logits need the keys of earlier positions: a decoding cache keeps them
 
     def __init__(self, d_model: int, n_heads: int, max_len: int | None = None, *, rotary: bool = False, **options):
         super().__init__()

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from ..attention.cross import CROSS_KINDS
 from ..attention.factory import allowed_mixers_text, check_options, resolve_kind
-from ..attention.kinds import LAYER_SEPARATOR, Kind, layer_parts
+from ..attention.kinds import Kind
+from ..attention.names import LAYER_SEPARATOR, layer_parts
 from ..attention.positions import MODEL_POSITIONS
 from ..errors import FieldError, InputError, positive_int
 

@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import PowerNorm  # noqa: E402
 from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
 
-from ..attention.kinds import PAPER_KINDS as DEFAULT_KINDS  # noqa: E402
+from ..attention.names import PAPER_KINDS as DEFAULT_KINDS  # noqa: E402
 from .layer_place import layer_place  # noqa: E402
 from .tables import Group, speed_unit  # noqa: E402
 
