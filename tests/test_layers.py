@@ -17,10 +17,10 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = "synthesizer"
 
-# The layers, top to bottom (docs: /LAYOUT order, adjusted to the code). A module may import a module
-# of its own unit (the longest prefix below that names it) or of any unit in a lower layer; a sideways
-# import between two units of one layer is as wrong as an upward one. ``synthesizer`` itself (the
-# package's __init__) is matched exactly, every other name by its longest prefix.
+# The layers, top to bottom, as docs/layout.md states them (test_the_layout_states_these_layers). A module
+# may import a module of its own unit (the longest prefix below that names it) or of any unit in a lower
+# layer; a sideways import between two units of one layer is as wrong as an upward one. ``synthesizer``
+# itself (the package's __init__) is matched exactly, every other name by its longest prefix.
 #   - runs.files is the run folder's file names and plain readers/writers, runs.code the code a run is
 #     trained with, runs.lock a folder's lock: stdlib and errors only, low enough that
 #     the experiment runner (tasks) and the training loop (log.jsonl) write them; the rest of runs/ (the
@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("synthesizer.errors",),  # InputError: raised by every layer, runs.files and runs.lock too
     ("synthesizer.extras", "synthesizer.lazy"),
 ]
+LAYOUT = SRC.parent / "docs" / "layout.md"
 
 # Known violations, (importer, imported): none left, keep it so. An
 # entry that no longer matches an import fails the test, so the list only shrinks.
@@ -151,6 +152,24 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return found
+
+
+def documented_layers(text: str) -> list[tuple[str, ...]]:
+    """The layers of the layout's order line (``__main__ → synthesizer, cli, demo → ...``), as module names."""
+    (line,) = [line for line in text.splitlines() if line.startswith("__main__ →")]
+    return [tuple(ROOT if name.strip() == ROOT else f"{ROOT}.{name.strip()}" for name in layer.split(","))
+            for layer in line.split("→")]
+
+
+def test_the_layout_states_these_layers():
+    """docs/layout.md states the order this test holds the code to, layer by layer."""
+    assert documented_layers(LAYOUT.read_text(encoding="utf-8")) == LAYERS
+
+
+def test_the_layout_reader_sees_each_layer():
+    text = "intro\n__main__ → synthesizer, cli → runs.files, errors\n"
+    assert documented_layers(text) == [("synthesizer.__main__",), ("synthesizer", "synthesizer.cli"),
+                                       ("synthesizer.runs.files", "synthesizer.errors")]
 
 
 def test_every_allowed_violation_is_still_an_import():
