@@ -395,7 +395,10 @@ class ExperimentConfig:
     def from_file(cls, path: str | Path, overrides: list[str] | None = None) -> "ExperimentConfig":
         """Load a YAML or JSON file (or a shipped config by name) and apply ``a.b=value`` overrides."""
         path = resolve_config(path)
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:  # a ValueError, but not the project's: said here as bad input
+            raise InputError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
         if path.suffix == ".json":
             try:
                 data = json.loads(text)
