@@ -155,6 +155,44 @@ def test_python_dash_m_reports_errors_with_exit_code_2():
     assert proc.returncode == 2 and proc.stderr.startswith("error: unknown attention kind 'nope'")
 
 
+def test_only_the_projects_bad_input_errors_are_one_line(monkeypatch, capsys):
+    """An InputError raised inside a command is the user's: one line, exit 2. Any other ValueError (here a
+    statistics.StatisticsError, the kind a bug in the report raises) is a bug: it reaches the caller."""
+    import statistics
+
+    import synthesizer.tasks.config as config
+    from synthesizer.errors import InputError
+
+    def bad_input():
+        raise InputError("configs: the folder holds a broken config")
+
+    monkeypatch.setattr(config, "shipped_configs", bad_input)
+    code, out, err = run_cli(["configs"], capsys)
+    assert (code, out, err) == (2, "", "error: configs: the folder holds a broken config\n")
+
+    def bug():
+        raise statistics.StatisticsError("mean requires at least one data point")
+
+    monkeypatch.setattr(config, "shipped_configs", bug)
+    with pytest.raises(statistics.StatisticsError, match="at least one data point"):
+        main(["configs"])
+
+
+def test_a_bug_inside_a_command_keeps_its_traceback():
+    """`python -m synthesizer`: a ValueError that is not the project's InputError prints its traceback and
+    exits 1 (Python's status for an uncaught exception), not the one line and status 2 of bad input."""
+    script = ("import sys, synthesizer.tasks.config as c\n"
+              "def bug():\n    raise ValueError('an internal check failed')\n"
+              "c.shipped_configs = bug\n"
+              "from synthesizer.cli import main\nsys.argv = ['synthesizer', 'configs']\nmain()\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("Traceback (most recent call last):")
+    assert proc.stderr.splitlines()[-1] == "ValueError: an internal check failed"
+    assert "error: " not in proc.stderr
+
+
 # two fresh interpreters plus the launcher take 20-45 s on 2 cores, over this file's time budget
 @pytest.mark.skipif(not os.environ.get("SYNTHESIZER_TEST_TORCHRUN"), reason="set SYNTHESIZER_TEST_TORCHRUN=1 to run")
 def test_torchrun_with_two_processes_trains_and_only_rank_0_reports(tmp_path):

@@ -17,17 +17,18 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = "synthesizer"
 
-# The layers, top to bottom (docs: /LAYOUT order, adjusted to the code). A module may import a module
-# of its own unit (the longest prefix below that names it) or of any unit in a lower layer; a sideways
-# import between two units of one layer is as wrong as an upward one. ``synthesizer`` itself (the
-# package's __init__) is matched exactly, every other name by its longest prefix.
+# The layers, top to bottom, as docs/layout.md states them (test_the_layout_states_these_layers). A module
+# may import a module of its own unit (the longest prefix below that names it) or of any unit in a lower
+# layer; a sideways import between two units of one layer is as wrong as an upward one. ``synthesizer``
+# itself (the package's __init__) is matched exactly, every other name by its longest prefix.
 #   - runs.files is the run folder's file names and plain readers/writers, runs.code the code a run is
-#     trained with, runs.lock a folder's lock: stdlib only, low enough that
+#     trained with, runs.lock a folder's lock: stdlib and errors only, low enough that
 #     the experiment runner (tasks) and the training loop (log.jsonl) write them; the rest of runs/ (the
 #     planned run) sits above tasks. runs/__init__ imports nothing, so importing runs.files runs no more.
 #   - comparison plans and executes the runs (a process pool, or command lines for another scheduler) and
 #     then writes the report; report itself is pure (see test_the_report_trains_nothing).
-#   - errors (one line per user error) and extras (missing optional modules) import nothing above them.
+#   - errors (InputError, and one line per user error), extras (missing optional modules) and lazy (the
+#     packages' names imported on first use) import nothing above them.
 LAYERS: list[tuple[str, ...]] = [
     ("synthesizer.__main__",),  # `python -m synthesizer`
     ("synthesizer", "synthesizer.cli", "synthesizer.demo"),
@@ -38,9 +39,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("synthesizer.training", "synthesizer.data"),
     ("synthesizer.models",),
     ("synthesizer.attention",),
-    ("synthesizer.errors", "synthesizer.runs.files", "synthesizer.runs.code", "synthesizer.runs.lock"),
-    ("synthesizer.extras",),
+    ("synthesizer.runs.files", "synthesizer.runs.code", "synthesizer.runs.lock"),
+    ("synthesizer.errors",),  # InputError: raised by every layer, runs.files and runs.lock too
+    ("synthesizer.extras", "synthesizer.lazy"),
 ]
+LAYOUT = SRC.parent / "docs" / "layout.md"
 
 # Known violations, (importer, imported): none left, keep it so. An
 # entry that no longer matches an import fails the test, so the list only shrinks.
@@ -151,6 +154,24 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def documented_layers(text: str) -> list[tuple[str, ...]]:
+    """The layers of the layout's order line (``__main__ → synthesizer, cli, demo → ...``), as module names."""
+    (line,) = [line for line in text.splitlines() if line.startswith("__main__ →")]
+    return [tuple(ROOT if name.strip() == ROOT else f"{ROOT}.{name.strip()}" for name in layer.split(","))
+            for layer in line.split("→")]
+
+
+def test_the_layout_states_these_layers():
+    """docs/layout.md states the order this test holds the code to, layer by layer."""
+    assert documented_layers(LAYOUT.read_text(encoding="utf-8")) == LAYERS
+
+
+def test_the_layout_reader_sees_each_layer():
+    text = "intro\n__main__ → synthesizer, cli → runs.files, errors\n"
+    assert documented_layers(text) == [("synthesizer.__main__",), ("synthesizer", "synthesizer.cli"),
+                                       ("synthesizer.runs.files", "synthesizer.errors")]
+
+
 def test_every_allowed_violation_is_still_an_import():
     graph = import_graph()
     stale = sorted(edge for edge in ALLOWED if edge[1] not in graph.get(edge[0], ()))
@@ -247,13 +268,14 @@ def test_the_report_trains_nothing():
     assert wrong == []
 
 
-# What report/ may import of the project's model side: the list of the paper's kinds, nothing that builds a
+# What report/ may import of the project's model side: the kinds' names (no torch), nothing that builds a
 # layer (presets, attention maps read from checkpoints and the machine's description live in comparison/).
-REPORT_MAY_IMPORT_OF_ATTENTION = ("synthesizer.attention.kinds",)
+# tests/report/test_without_torch.py renders a report where importing torch fails.
+REPORT_MAY_IMPORT_OF_ATTENTION = ("synthesizer.attention.names",)
 NOT_IN_REPORT_MODEL_SIDE = ("torch", "synthesizer.models", "synthesizer.attention")
 
 
-def test_the_report_imports_no_torch_no_models_and_of_attention_only_the_kinds():
+def test_the_report_imports_no_torch_no_models_and_of_attention_only_the_names():
     mods = module_files()
     report = [name for name in mods if name == "synthesizer.report" or name.startswith("synthesizer.report.")]
     wrong = []

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import EXIT_USAGE, check_out_dir, positive_int, report_errors
+from .errors import EXIT_USAGE, InputError, check_out_dir, positive_int, report_errors
 from .extras import require
 from .runs.files import BEST, LAST, RESULT_FILE, is_hf_folder, read_labels
 
@@ -221,10 +221,10 @@ def _inputs(args: argparse.Namespace) -> list[str]:
 
     path = Path(args.input)
     if not path.is_file():
-        raise ValueError(f"--input {path}: no such file")
+        raise InputError(f"--input {path}: no such file")
     lines = read_lines(path)  # the data readers' rule: UTF-8, a byte-order mark dropped, bad bytes named by line
     if not any(line.strip() for line in lines):
-        raise ValueError(f"--input {path}: the file has no text")
+        raise InputError(f"--input {path}: the file has no text")
     return lines
 
 
@@ -237,7 +237,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.beam is not None:
         positive_int("--beam", args.beam)
     if args.beam and args.sample:
-        raise ValueError("choose either --beam or --sample, not both")
+        raise InputError("choose either --beam or --sample, not both")
     model, tok, family, regression, names = _load_for_use(args.run, args.checkpoint)
     texts = _inputs(args)
     gen = torch.Generator().manual_seed(args.seed)
@@ -268,8 +268,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for lineno, text in enumerate(texts, 1):
         try:
             result = one(text)
-        except ValueError as e:
-            raise ValueError(f"--input {args.input}:{lineno}: {e}" if args.input else f"--prompt: {e}") from e
+        except InputError as e:
+            raise InputError(f"--input {args.input}:{lineno}: {e}" if args.input else f"--prompt: {e}") from e
         # flush: the outputs so far stay on a pipe when a later line fails
         print(result, flush=True)
     return 0
@@ -282,10 +282,10 @@ def _new_tokens(max_len: int, start: int, asked: int | None) -> int:
     room = max_len - start
     if asked is None:
         if room == 0:
-            raise ValueError(f"prompt length {start} leaves no room for new tokens within max_len={max_len}")
+            raise InputError(f"prompt length {start} leaves no room for new tokens within max_len={max_len}")
         return max(1, min(DEFAULT_NEW_TOKENS, room))
     if 0 <= room < asked:
-        raise ValueError(f"prompt length {start} + --max-new-tokens {asked} exceeds max_len={max_len}; give at most "
+        raise InputError(f"prompt length {start} + --max-new-tokens {asked} exceeds max_len={max_len}; give at most "
                          f"{room} (or leave --max-new-tokens out: the default fits max_len)")
     return asked
 
@@ -305,7 +305,7 @@ def _classify(model, tok, regression: bool, text: str, names: list[str] | None) 
 
     def fit(n: int) -> None:  # the model's own length policy, as the task applied it in training
         if policy != "truncate":
-            raise ValueError(f"{n} tokens, more than the model's max_len={max_len} (its on_too_long: {policy})")
+            raise InputError(f"{n} tokens, more than the model's max_len={max_len} (its on_too_long: {policy})")
 
     ids, segs = encode_input(tok, a, b or None, max_len, fit)
     x, mask = pad_sequences([ids], tok.pad_id)

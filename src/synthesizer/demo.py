@@ -13,7 +13,7 @@ import time
 import torch
 
 from .attention import SynthesizerAttention
-from .attention.kinds import PAPER_KINDS as KINDS
+from .attention.names import PAPER_KINDS as KINDS
 
 
 def main(argv: list[str] | None = None) -> None:

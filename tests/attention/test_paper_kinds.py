@@ -1,10 +1,12 @@
-"""The paper's kinds are listed once (attention/kinds.py, from the registry's paper rows) and every
-report, benchmark and demo default uses that list."""
+"""The kinds' names are spelled once (attention/names.py, no torch): the registry registers the built-in
+components by them, and every report, benchmark and demo default uses the paper's list."""
 
 from __future__ import annotations
 
 from synthesizer.attention import registry
-from synthesizer.attention.kinds import PAPER_KINDS, PAPER_MIXTURES, PAPER_PURE, parse_kind
+from synthesizer.attention import kinds, names
+from synthesizer.attention.kinds import parse_kind
+from synthesizer.attention.names import PAPER_KINDS, PAPER_MIXTURES, PAPER_PURE
 
 
 def test_paper_kinds_come_from_the_registry_in_the_papers_order():
@@ -14,6 +16,13 @@ def test_paper_kinds_come_from_the_registry_in_the_papers_order():
     assert PAPER_MIXTURES == ("random+dense", "dense+vanilla", "random+vanilla")
     assert all(str(parse_kind(k)) == k for k in PAPER_MIXTURES)  # canonical names
     assert PAPER_KINDS == PAPER_PURE + PAPER_MIXTURES
+
+
+def test_the_registry_registers_the_built_in_components_by_their_names():
+    assert kinds.COMPONENTS == names.BUILTIN_COMPONENTS  # the canonical order of a mixture
+    assert {s.name: s.alias for s in registry.specs() if s.builtin} == names.BUILTIN_ALIASES
+    assert kinds.PAPER_KINDS is PAPER_KINDS and kinds.LAYER_SEPARATOR == names.LAYER_SEPARATOR == ","
+    assert str(parse_kind("V+R")) == names.COMPONENT_SEPARATOR.join(("random", "vanilla"))
 
 
 def test_every_default_list_is_the_papers():

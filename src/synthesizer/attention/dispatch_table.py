@@ -23,6 +23,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import InputError
+
 TABLE_ENV = "SYNTHESIZER_DISPATCH_TABLE"
 DEFAULT_TABLE = Path(__file__).with_name("dispatch_table.json")
 MODES = ("train", "eval")
@@ -82,14 +84,14 @@ class DispatchTable:
 
     @classmethod
     def load(cls, path: str | Path) -> "DispatchTable":
-        """The table in ``path``; ValueError naming the file and the entry where it is not one."""
+        """The table in ``path``; InputError naming the file and the entry where it is not one."""
         path = Path(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
-            raise ValueError(f"dispatch table {path}: cannot be read as JSON ({e})") from e
+            raise InputError(f"dispatch table {path}: cannot be read as JSON ({e})") from e
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), list):
-            raise ValueError(f"dispatch table {path}: not a dispatch table of format {FORMAT} (a JSON object with "
+            raise InputError(f"dispatch table {path}: not a dispatch table of format {FORMAT} (a JSON object with "
                              "'format' and 'entries'); write one with `python -m synthesizer.bench dispatch`")
         return cls(tuple(_entry(path, i, e) for i, e in enumerate(data["entries"])), data.get("measured_at") or {})
 
@@ -97,16 +99,16 @@ class DispatchTable:
 def _entry(path: Path, index: int, raw: object) -> Entry:
     where = f"dispatch table {path}, entry {index}"
     if not isinstance(raw, dict):
-        raise ValueError(f"{where}: not a JSON object")
+        raise InputError(f"{where}: not a JSON object")
     missing = [k for k in ("layer", "device", "mode", "seq", "order", "median_s") if k not in raw]
     if missing:
-        raise ValueError(f"{where}: missing {', '.join(missing)}")
+        raise InputError(f"{where}: missing {', '.join(missing)}")
     if raw["mode"] not in MODES:
-        raise ValueError(f"{where}: mode must be one of {', '.join(MODES)}, got {raw['mode']!r}")
+        raise InputError(f"{where}: mode must be one of {', '.join(MODES)}, got {raw['mode']!r}")
     if not isinstance(raw["seq"], int) or raw["seq"] < 1:
-        raise ValueError(f"{where}: seq must be a positive integer, got {raw['seq']!r}")
+        raise InputError(f"{where}: seq must be a positive integer, got {raw['seq']!r}")
     if len(raw["order"]) != len(raw["median_s"]) or not raw["order"]:
-        raise ValueError(f"{where}: 'order' and 'median_s' must be non-empty lists of the same length")
+        raise InputError(f"{where}: 'order' and 'median_s' must be non-empty lists of the same length")
     return Entry(str(raw["layer"]), str(raw["device"]), raw["mode"], raw["seq"], tuple(map(str, raw["order"])),
                  tuple(float(s) for s in raw["median_s"]))
 

@@ -7,6 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ..errors import InputError
 from .dense import linear_init_
 from .forms import FEATURES, LOGITS
 from .random import xavier_per_head_
@@ -72,7 +73,7 @@ class FactorizedDenseLogits(nn.Module):
         super().__init__()
         a = default_split(max_len) if fd_split is None else fd_split
         if a < 1 or max_len % a != 0:
-            raise ValueError(f"factorized_dense needs a divisor a of max_len={max_len}, got a={a}")
+            raise InputError(f"factorized_dense needs a divisor a of max_len={max_len}, got a={a}")
         self.n_heads, self.a, self.b = n_heads, a, max_len // a
         d_head = d_model // n_heads
         self.hidden = nn.Linear(d_model, d_model)  # W0 for all heads: d -> H * dh

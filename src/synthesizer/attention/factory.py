@@ -12,6 +12,7 @@ import inspect
 
 from torch import nn
 
+from ..errors import InputError
 from . import registry
 from .dispatch import check_impl_name
 from .kinds import Kind, UnknownComponent, allowed_kinds_text, parse_kind
@@ -41,12 +42,12 @@ def resolve_kind(kind: str | Kind) -> Kind | str:
     try:
         return parse_kind(kind)
     except UnknownComponent as err:
-        raise ValueError(f"unknown attention kind {kind!r} (no component {err.part.lower()!r}); "
+        raise InputError(f"unknown attention kind {kind!r} (no component {err.part.lower()!r}); "
                          f"allowed: {allowed_mixers_text()}") from None
-    except ValueError as err:
+    except InputError as err:
         if isinstance(kind, str) and kind.strip():
             raise  # a repeated component
-        raise ValueError(f"unknown attention kind {kind!r}; allowed: {allowed_mixers_text()}") from err
+        raise InputError(f"unknown attention kind {kind!r}; allowed: {allowed_mixers_text()}") from err
 
 
 def check_kind(kind: str | Kind) -> str:
@@ -81,7 +82,7 @@ def check_options(kind: str | Kind, options: dict) -> None:
     allowed = _option_names(kind)
     for name in options:
         if name not in allowed:
-            raise ValueError(f"unknown option {name!r} for attention {str(kind)!r}; allowed options: {', '.join(allowed) or 'none'}")
+            raise InputError(f"unknown option {name!r} for attention {str(kind)!r}; allowed options: {', '.join(allowed) or 'none'}")
     if isinstance(kind, Kind) and "impl" in options:
         check_impl_name(options["impl"])
 
@@ -109,7 +110,7 @@ def build_mixer(kind: str | Kind, d_model: int, n_heads: int, max_len: int, caus
     check_options(kind, options)
     if isinstance(kind, str):  # a baseline
         if positions != "none":
-            raise ValueError(f"positions={positions!r} applies to a synthesizer layer's dot-product component; "
+            raise InputError(f"positions={positions!r} applies to a synthesizer layer's dot-product component; "
                              f"the {kind!r} baseline takes positions='none'")
         return _baseline_class(kind)(d_model, n_heads, max_len, causal=causal, dropout=dropout, **options)
     return SynthesizerAttention(d_model, n_heads, max_len, kind, causal=causal, dropout=dropout, positions=positions,

@@ -12,7 +12,13 @@ only (``random``, ``fixed_random``, ``factorized_random``), the token itself (``
 
 from __future__ import annotations
 
+from ..errors import InputError
 from . import registry
+from .names import COMPONENT_SEPARATOR, LAYER_SEPARATOR, PAPER_KINDS, PAPER_MIXTURES, PAPER_PURE, layer_parts
+
+# The names (names.py) are read from here too; the paper's mixtures are canonical (tests/attention).
+__all__ = ["ALIASES", "COMPONENTS", "INPUT_INDEPENDENT", "Kind", "LAYER_SEPARATOR", "PAPER_KINDS", "PAPER_MIXTURES",
+           "PAPER_PURE", "UnknownComponent", "allowed_kinds_text", "layer_parts", "parse_kind"]
 
 # The built-in components in the canonical order of a mixture (see above), and their aliases.
 COMPONENTS = tuple(s.name for s in registry.specs() if s.builtin)
@@ -28,7 +34,7 @@ class Kind(tuple):
     __slots__ = ()
 
     def __str__(self) -> str:
-        return "+".join(self)
+        return COMPONENT_SEPARATOR.join(self)
 
     def __repr__(self) -> str:
         return f"Kind({str(self)!r})"
@@ -49,42 +55,24 @@ def parse_kind(kind: str | Kind) -> Kind:
     if isinstance(kind, Kind):
         return kind
     if not isinstance(kind, str) or not kind.strip():
-        raise ValueError(f"attention kind must be a non-empty string, got {kind!r}; allowed: {allowed_kinds_text()}")
+        raise InputError(f"attention kind must be a non-empty string, got {kind!r}; allowed: {allowed_kinds_text()}")
     components = []
-    for part in (p.strip() for p in kind.split("+")):
+    for part in (p.strip() for p in kind.split(COMPONENT_SEPARATOR)):
         name = registry.resolve(part)
         if name is None:
             raise UnknownComponent(part, kind)
         if name in components:
-            raise ValueError(f"attention kind {kind!r} repeats the component {name!r}; each component may appear once")
+            raise InputError(f"attention kind {kind!r} repeats the component {name!r}; each component may appear once")
         components.append(name)
     order = registry.names()
     return Kind(sorted(components, key=order.index))
 
 
-# Between the layers' kinds of a model with a kind per layer: "random,vanilla" (models/config.py parses it).
-LAYER_SEPARATOR = ","
 
-
-def layer_parts(text: str) -> list[str]:
-    """The layers' kinds of a per-layer spelling as written, one a layer of its pattern
-    (``"random,vanilla"`` -> ``["random", "vanilla"]``); one kind gives itself."""
-    return [part.strip() for part in text.split(LAYER_SEPARATOR)]
-
-
-class UnknownComponent(ValueError):
+class UnknownComponent(InputError):
     """A part of a kind string that names no component; ``part`` and ``kind`` say which."""
 
     def __init__(self, part: str, kind: str, allowed: str | None = None):
         self.part, self.kind = part, kind
         super().__init__(f"unknown attention component {part.lower()!r} in kind {kind!r}; "
                          f"allowed: {allowed or allowed_kinds_text()}")
-
-
-# The paper's variants (Tay et al., Table 2), in its order, the one list every report, benchmark and
-# demo uses: the pure kinds (each built-in component's ``paper_row`` in the registry, vanilla first),
-# then the paper's mixtures in its order (canonical names; parsing checks them against the registry).
-PAPER_PURE = tuple(s.name for s in sorted((s for s in registry.specs() if s.builtin and s.paper_row is not None),
-                                          key=lambda s: s.paper_row))
-PAPER_MIXTURES = tuple(str(parse_kind(kind)) for kind in ("random+dense", "dense+vanilla", "random+vanilla"))
-PAPER_KINDS = PAPER_PURE + PAPER_MIXTURES

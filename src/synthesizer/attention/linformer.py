@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 from .masks import check_mixer_input
 from .vanilla import split_heads
 
@@ -44,15 +44,15 @@ class LinformerAttention(nn.Module):
         for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len), ("k", k)):
             positive_int(name, value)
         if k > max_len:
-            raise ValueError(f"k={k} > max_len={max_len}: the projection would lengthen the sequence, not compress it; "
+            raise InputError(f"k={k} > max_len={max_len}: the projection would lengthen the sequence, not compress it; "
                              f"pick k <= max_len (default: max_len // 4 = {default_k(max_len)})")
         if d_model % n_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
+            raise InputError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         if causal:
-            raise ValueError("Linformer cannot be causal: its sequence projection mixes future tokens into every "
+            raise InputError("Linformer cannot be causal: its sequence projection mixes future tokens into every "
                              "projected key; use it in encoders only (causal=False)")
         if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+            raise InputError(f"dropout must be in [0, 1), got {dropout!r}")
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout, self.k, self.share_kv = False, dropout, k, share_kv
         self.query = nn.Linear(d_model, d_model)
@@ -77,12 +77,12 @@ class LinformerAttention(nn.Module):
                 "values_output": count(self.value, self.out)}
 
     def new_cache(self) -> None:
-        raise ValueError("Linformer has no incremental decoding: it is encoder-only (causal=False)")
+        raise InputError("Linformer has no incremental decoding: it is encoder-only (causal=False)")
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, cache: object | None = None) -> Tensor:
         """x (B, n, d) -> (B, n, d)."""
         if cache is not None:
-            raise ValueError("Linformer has no incremental decoding: it is encoder-only, pass cache=None")
+            raise InputError("Linformer has no incremental decoding: it is encoder-only, pass cache=None")
         check_mixer_input(x, self.d_model, self.max_len, key_padding_mask)
         b, n, _ = x.shape
         keep = x.new_ones(b, n) if key_padding_mask is None else (~key_padding_mask).to(x.dtype)

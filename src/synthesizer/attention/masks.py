@@ -21,6 +21,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..errors import InputError
+
 # The logit of a masked key (see above).
 MASKED = float("-inf")
 
@@ -38,9 +40,9 @@ def check_padding_mask(mask: Tensor | None, batch: int, seq: int) -> None:
         return
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         kind = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise ValueError(f"key_padding_mask must be a bool tensor (True = padding), got {kind}")
+        raise InputError(f"key_padding_mask must be a bool tensor (True = padding), got {kind}")
     if tuple(mask.shape) != (batch, seq):
-        raise ValueError(f"key_padding_mask must have shape (batch, seq) = {(batch, seq)}, got {tuple(mask.shape)}")
+        raise InputError(f"key_padding_mask must have shape (batch, seq) = {(batch, seq)}, got {tuple(mask.shape)}")
 
 
 def check_right_padded(mask: Tensor | None, name: str = "key_padding_mask") -> None:
@@ -52,7 +54,7 @@ def check_right_padded(mask: Tensor | None, name: str = "key_padding_mask") -> N
     if mask is None or mask.shape[-1] < 2 or torch.compiler.is_compiling():
         return  # a compiled forward skips it: reading the answer back is a graph break (eager calls check)
     if bool((mask[:, :-1] & ~mask[:, 1:]).any()):
-        raise ValueError(f"{name} has padding before a real token; synthesizer models take left-aligned "
+        raise InputError(f"{name} has padding before a real token; synthesizer models take left-aligned "
                          "inputs (positions are absolute): put the padding on the right")
 
 
@@ -61,13 +63,13 @@ def check_positions(positions: Tensor, batch: int, seq: int, max_len: int) -> No
     calls check the values (a compiled forward skips that check: reading them back is a graph break)."""
     if not isinstance(positions, Tensor) or positions.dtype not in (torch.int64, torch.int32):
         kind = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
-        raise ValueError(f"positions must be an integer tensor (batch, seq), got {kind}")
+        raise InputError(f"positions must be an integer tensor (batch, seq), got {kind}")
     if tuple(positions.shape) != (batch, seq):
-        raise ValueError(f"positions must have shape (batch, seq) = {(batch, seq)}, got {tuple(positions.shape)}")
+        raise InputError(f"positions must have shape (batch, seq) = {(batch, seq)}, got {tuple(positions.shape)}")
     if positions.numel() and not torch.compiler.is_compiling():
         low, high = int(positions.min()), int(positions.max())
         if low < 0 or high >= max_len:
-            raise ValueError(f"positions must lie in [0, max_len={max_len}), got {low}..{high}")
+            raise InputError(f"positions must lie in [0, max_len={max_len}), got {low}..{high}")
 
 
 def continued_positions(cached: Tensor, t: int) -> Tensor:
@@ -80,11 +82,11 @@ def check_mixer_input(x: Tensor, d_model: int, max_len: int, key_padding_mask: T
     """The input rule of every self-attention mixer: x (batch, seq, d_model), ``start`` cached positions
     (None: no cache) plus seq at most ``max_len``, and a bool (batch, seq) padding mask or None."""
     if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"x must have shape (batch, seq, d_model={d_model}), got {tuple(x.shape)}")
+        raise InputError(f"x must have shape (batch, seq, d_model={d_model}), got {tuple(x.shape)}")
     t = x.shape[1]
     if (start or 0) + t > max_len:
         what = f"seq={t}" if start is None else f"cached {start} + new {t} positions"
-        raise ValueError(f"{what} exceeds max_len={max_len} of this layer; build it with a larger max_len")
+        raise InputError(f"{what} exceeds max_len={max_len} of this layer; build it with a larger max_len")
     check_padding_mask(key_padding_mask, x.shape[0], t)
 
 
@@ -106,9 +108,9 @@ def check_documents(documents: Tensor, batch: int, seq: int, name: str = "docume
     """Per-token document ids of packed rows: an integer tensor (batch, seq)."""
     if not isinstance(documents, Tensor) or documents.dtype not in (torch.int64, torch.int32):
         kind = documents.dtype if isinstance(documents, Tensor) else type(documents).__name__
-        raise ValueError(f"{name} must be an integer tensor (batch, seq) of document ids, got {kind}")
+        raise InputError(f"{name} must be an integer tensor (batch, seq) of document ids, got {kind}")
     if tuple(documents.shape) != (batch, seq):
-        raise ValueError(f"{name} must have shape (batch, seq) = {(batch, seq)}, got {tuple(documents.shape)}")
+        raise InputError(f"{name} must have shape (batch, seq) = {(batch, seq)}, got {tuple(documents.shape)}")
 
 
 def check_packed(x: Tensor, positions: Tensor | None, documents: Tensor | None, cache: object | None) -> None:
@@ -117,9 +119,9 @@ def check_packed(x: Tensor, positions: Tensor | None, documents: Tensor | None, 
     if documents is None:
         return
     if positions is None:
-        raise ValueError("documents (packed rows) need positions too: each token's position in its own document")
+        raise InputError("documents (packed rows) need positions too: each token's position in its own document")
     if cache is not None:
-        raise ValueError("documents (packed rows) are for full forward passes; decoding with a cache takes one "
+        raise InputError("documents (packed rows) are for full forward passes; decoding with a cache takes one "
                          "sequence per row")
     check_documents(documents, x.shape[0], x.shape[1])
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 from .cache import DecodingState
 from .masks import check_mixer_input, check_packed, check_positions, continued_positions
 
@@ -32,7 +32,7 @@ class NoneCache(DecodingState):
     def crop(self, length: int) -> None:
         """Keep the first ``length`` positions: only the count changes."""
         if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= self.length:
-            raise ValueError(f"crop length must be an int in [0, {self.length}] (the cached positions), got {length!r}")
+            raise InputError(f"crop length must be an int in [0, {self.length}] (the cached positions), got {length!r}")
         self.length = length
         if self.positions is not None:
             self.positions = self.positions[:, :length]
@@ -60,9 +60,9 @@ class NoMixing(nn.Module):
         for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
             positive_int(name, value)
         if d_model % n_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
+            raise InputError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+            raise InputError(f"dropout must be in [0, 1), got {dropout!r}")
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout = causal, dropout
         self.value = nn.Linear(d_model, d_model)

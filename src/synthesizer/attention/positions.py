@@ -27,12 +27,9 @@ import math
 import torch
 from torch import Tensor, nn
 
-# What a model's ``positions`` may be: absolute embeddings added to the tokens, a scheme of the
-# dot-product component, or nothing at all.
-ABSOLUTE = ("learned", "sinusoidal")
-LAYER_SCHEMES = ("rope", "relative", "alibi")  # what SynthesizerAttention(positions=...) takes besides "none"
-BIAS_SCHEMES = ("relative", "alibi")
-MODEL_POSITIONS = (*ABSOLUTE, *LAYER_SCHEMES, "none")
+from ..errors import InputError
+from .names import ABSOLUTE, BIAS_SCHEMES, LAYER_SCHEMES, MODEL_POSITIONS  # noqa: F401 (read from here too)
+
 ROPE_BASE = 10000.0
 
 
@@ -40,7 +37,7 @@ ROPE_BASE = 10000.0
 def rotary_angles(positions: Tensor, d_head: int, base: float = ROPE_BASE) -> tuple[Tensor, Tensor]:
     """cos and sin (n, d_head/2) of the rotation of each position (float32, ``positions`` (n,) ints)."""
     if d_head % 2:
-        raise ValueError(f"rotary positions need an even head size, got d_head={d_head}")
+        raise InputError(f"rotary positions need an even head size, got d_head={d_head}")
     inv_freq = base ** (-torch.arange(0, d_head, 2, device=positions.device, dtype=torch.float32) / d_head)
     angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq
     return angles.cos(), angles.sin()

@@ -16,9 +16,11 @@ from typing import Callable
 
 from torch import nn
 
+from ..errors import InputError
 from .dense import DenseLogits
 from .factorized import FactorizedDenseLogits, FactorizedRandomLogits
 from .forms import BIAS, FEATURES, FORMS, LOGITS
+from .names import BUILTIN_ALIASES, BUILTIN_COMPONENTS, PAPER_PURE
 from .random import FixedRandomLogits, RandomLogits
 from .vanilla import VanillaLogits
 
@@ -55,7 +57,7 @@ class ComponentSpec:
             options = {k: v for k, v in options.items() if k in named}
         module = self.factory(d_model, n_heads, max_len, **options)
         if not isinstance(module, nn.Module):
-            raise ValueError(f"the factory of attention component {self.name!r} returned {type(module).__name__}, not an nn.Module")
+            raise InputError(f"the factory of attention component {self.name!r} returned {type(module).__name__}, not an nn.Module")
         _check_methods(self, module)
         return module
 
@@ -72,7 +74,7 @@ def _needed_methods(spec: ComponentSpec) -> list[str]:
 def _check_methods(spec: ComponentSpec, obj: object) -> None:
     missing = [m for m in _needed_methods(spec) if not callable(getattr(obj, m, None))]
     if missing:
-        raise ValueError(f"attention component {spec.name!r}: {getattr(obj, '__name__', type(obj).__name__)} has no "
+        raise InputError(f"attention component {spec.name!r}: {getattr(obj, '__name__', type(obj).__name__)} has no "
                          f"{' or '.join(missing)}; a {spec.form} component needs {', '.join(_needed_methods(spec))}")
 
 
@@ -89,21 +91,21 @@ def reserve(*names: str) -> None:
 def _add(spec: ComponentSpec) -> None:
     name = spec.name
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(f"attention component name must be lower-case letters, digits and '_' (starting with a "
+        raise InputError(f"attention component name must be lower-case letters, digits and '_' (starting with a "
                          f"letter), got {name!r}")
     if name in _SPECS or name in _ALIASES or name in _RESERVED:
-        raise ValueError(f"attention component {name!r} already exists; pick another name")
+        raise InputError(f"attention component {name!r} already exists; pick another name")
     if spec.alias is not None:
         key = spec.alias.lower() if isinstance(spec.alias, str) else None
         if key is None or not _NAME.fullmatch(key):
-            raise ValueError(f"alias of attention component {name!r} must be letters, digits and '_', got {spec.alias!r}")
+            raise InputError(f"alias of attention component {name!r} must be letters, digits and '_', got {spec.alias!r}")
         if key in _ALIASES or key in _SPECS or key in _RESERVED or key == name:
             taken = _ALIASES.get(key, key)
-            raise ValueError(f"alias {spec.alias!r} of attention component {name!r} clashes with {taken!r}; pick another alias")
+            raise InputError(f"alias {spec.alias!r} of attention component {name!r} clashes with {taken!r}; pick another alias")
     if not callable(spec.factory):
-        raise ValueError(f"the factory of attention component {name!r} must be callable, got {spec.factory!r}")
+        raise InputError(f"the factory of attention component {name!r} must be callable, got {spec.factory!r}")
     if spec.form not in FORMS:
-        raise ValueError(f"attention component {name!r} declares form {spec.form!r}; allowed: {', '.join(FORMS)}")
+        raise InputError(f"attention component {name!r} declares form {spec.form!r}; allowed: {', '.join(FORMS)}")
     if inspect.isclass(spec.factory):  # a class can be checked now; a plain function when it builds
         _check_methods(spec, spec.factory)
     _SPECS[name] = spec
@@ -129,7 +131,7 @@ def unregister_component(name: str) -> None:
     """Remove a component added with ``register_component`` (built-in ones stay)."""
     spec = _SPECS.get(name)
     if spec is None or spec.builtin:
-        raise ValueError(f"{name!r} is not a registered user component")
+        raise InputError(f"{name!r} is not a registered user component")
     del _SPECS[name]
     if spec.alias is not None:
         del _ALIASES[spec.alias.lower()]
@@ -156,15 +158,15 @@ def resolve(part: str) -> str | None:
     return key if key in _SPECS else _ALIASES.get(key)
 
 
-def _builtin(name: str, cls: type[nn.Module], alias: str, paper_row: int, cached_keys: bool = False) -> None:
+def _builtin(name: str, cls: type[nn.Module]) -> None:
+    """A built-in component: its alias and its row among the paper's pure variants are the names'."""
     _add(ComponentSpec(name, cls, form=cls.form, input_independent=getattr(cls, "input_independent", False),
-                       cached_keys=cached_keys, alias=alias, flops=cls.flops, builtin=True, paper_row=paper_row))
+                       cached_keys=getattr(cls, "cached_keys", False), alias=BUILTIN_ALIASES[name], flops=cls.flops,
+                       builtin=True, paper_row=PAPER_PURE.index(name) if name in PAPER_PURE else None))
 
 
-# The canonical order (see kinds.py); paper_row: the paper's order of the pure variants, vanilla first.
-_builtin("random", RandomLogits, "R", 2)
-_builtin("fixed_random", FixedRandomLogits, "Rfix", 1)
-_builtin("factorized_random", FactorizedRandomLogits, "FR", 3)
-_builtin("dense", DenseLogits, "D", 4)
-_builtin("factorized_dense", FactorizedDenseLogits, "FD", 5)
-_builtin("vanilla", VanillaLogits, "V", 0, cached_keys=True)
+_BUILTIN_CLASSES = {"random": RandomLogits, "fixed_random": FixedRandomLogits,
+                    "factorized_random": FactorizedRandomLogits, "dense": DenseLogits,
+                    "factorized_dense": FactorizedDenseLogits, "vanilla": VanillaLogits}
+for _name in BUILTIN_COMPONENTS:  # registered in the canonical order (names.py)
+    _builtin(_name, _BUILTIN_CLASSES[_name])

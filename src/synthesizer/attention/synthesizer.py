@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 from . import registry
 from .cache import AttentionCache
 from .dispatch import KERNELS, check_impl, running_path
@@ -87,11 +87,11 @@ class SynthesizerAttention(nn.Module):
         fd_split = None if fd_split is None else positive_int("fd_split", fd_split)
         for name, value in (("causal", causal), ("dense_per_head", dense_per_head), ("mix_per_head", mix_per_head)):
             if not isinstance(value, bool):
-                raise ValueError(f"{name} must be True or False, got {value!r}")
+                raise InputError(f"{name} must be True or False, got {value!r}")
         if d_model % n_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
+            raise InputError(f"d_model={d_model} is not divisible by n_heads={n_heads}; pick n_heads that divides d_model")
         if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be a real number in [0, 1), got {dropout!r}")
+            raise InputError(f"dropout must be a real number in [0, 1), got {dropout!r}")
         dropout = float(dropout)
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.causal, self.dropout, self.impl = causal, dropout, impl
@@ -100,9 +100,9 @@ class SynthesizerAttention(nn.Module):
         self.components = parse_kind(kind)  # a Kind: the component names in the canonical order
         self.kind = str(self.components)
         if positions != "none" and positions not in LAYER_SCHEMES:
-            raise ValueError(f"positions must be one of none, {', '.join(LAYER_SCHEMES)}, got {positions!r}")
+            raise InputError(f"positions must be one of none, {', '.join(LAYER_SCHEMES)}, got {positions!r}")
         if positions != "none" and "vanilla" not in self.components:
-            raise ValueError(f"positions={positions!r} applies to the dot-product component, and kind {self.kind!r} "
+            raise InputError(f"positions={positions!r} applies to the dot-product component, and kind {self.kind!r} "
                              "has none; use positions='none'")
         self.positions = positions
         self.biased = positions in BIAS_SCHEMES  # forward takes a position bias for vanilla's logits
@@ -144,7 +144,7 @@ class SynthesizerAttention(nn.Module):
     def new_cache(self) -> AttentionCache:
         """An empty decoding cache; pass it as ``cache=`` and feed new positions step by step."""
         if not self.causal:
-            raise ValueError("incremental decoding needs causal=True: a bidirectional layer sees future tokens")
+            raise InputError("incremental decoding needs causal=True: a bidirectional layer sees future tokens")
         return AttentionCache()
 
     @property
@@ -220,10 +220,10 @@ class SynthesizerAttention(nn.Module):
             shape = None if position_bias is None else tuple(position_bias.shape)
             if shape != want and not (positions is not None and shape == (x.shape[0], *want)):
                 per_token = f" or (batch, heads, rows, keys) = {(x.shape[0], *want)}" if positions is not None else ""
-                raise ValueError(f"a layer with positions={self.positions!r} needs position_bias of shape (heads, rows, "
+                raise InputError(f"a layer with positions={self.positions!r} needs position_bias of shape (heads, rows, "
                                  f"keys) = {want}{per_token}, got {shape or 'none'}")
         elif position_bias is not None:
-            raise ValueError(f"position_bias given to a layer with positions={self.positions!r}; only 'relative' and "
+            raise InputError(f"position_bias given to a layer with positions={self.positions!r}; only 'relative' and "
                              "'alibi' layers take one")
         if positions is not None:
             check_positions(positions, x.shape[0], x.shape[1], self.max_len)
@@ -289,7 +289,7 @@ class SynthesizerAttention(nn.Module):
         total = None
         for w, name, module in zip(self._weights(), self.components, self.logit_modules.values()):
             if not callable(getattr(module, "logits_at", None)):
-                raise ValueError(f"attention component {name!r} takes no per-token positions (its module has no "
+                raise InputError(f"attention component {name!r} takes no per-token positions (its module has no "
                                  "logits_at(x, rows, key_positions)); call the layer without positions=")
             cached = registry.spec(name).cached_keys
             s = module.logits_at(x, rows, key_positions, keys=keys) if cached else module.logits_at(x, rows, key_positions)

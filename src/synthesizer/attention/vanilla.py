@@ -6,6 +6,7 @@ import math
 
 from torch import Tensor, nn
 
+from ..errors import InputError
 from .forms import FEATURES
 from .positions import rotate
 
@@ -24,13 +25,14 @@ class VanillaLogits(nn.Module):
     """
 
     form = FEATURES
+    cached_keys = True  # its logits need the keys of earlier positions: a decoding cache keeps them
 
     def __init__(self, d_model: int, n_heads: int, max_len: int | None = None, *, rotary: bool = False, **options):
         super().__init__()
         self.n_heads = n_heads
         self.rotary = rotary
         if rotary and (d_model // n_heads) % 2:
-            raise ValueError(f"rotary positions need an even head size, got d_model/n_heads={d_model // n_heads}")
+            raise InputError(f"rotary positions need an even head size, got d_model/n_heads={d_model // n_heads}")
         self.scale = 1.0 / math.sqrt(d_model // n_heads)
         self.query = nn.Linear(d_model, d_model)
         self.key = nn.Linear(d_model, d_model)

@@ -22,7 +22,8 @@ import torch
 from ..attention.dispatch import applicable_paths
 from ..attention.dispatch_table import DispatchTable, Entry, layer_key
 from ..attention.factory import build_mixer, resolve_kind
-from ..attention.kinds import PAPER_KINDS
+from ..attention.names import PAPER_KINDS
+from ..errors import InputError
 from .env import environment, progress_bar
 from .layer import time_layers
 
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> list[dict]:
     _fill(args)
     for kind in args.kinds:  # every name checked before anything is timed
         if isinstance(resolve_kind(kind), str):
-            raise ValueError(f"{kind!r} is a baseline: the dispatch table ranks the kernels of Synthesizer kinds")
+            raise InputError(f"{kind!r} is a baseline: the dispatch table ranks the kernels of Synthesizer kinds")
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)

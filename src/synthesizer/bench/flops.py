@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from ..attention import registry
 from ..attention.kinds import parse_kind
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 
 BASELINE_KINDS = ("linformer", "linformer_pypi", "lightconv", "dynamicconv", "sdpa")
 
@@ -58,7 +58,7 @@ def layer_flops(kind: str, batch: int, seq: int, d_model: int, n_heads: int, max
     max_len = seq if max_len is None else max_len
     _check_sizes(batch=batch, seq=seq, d_model=d_model, n_heads=n_heads, max_len=max_len, kernel_size=kernel_size)
     if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        raise InputError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
     b, n, d, h = batch, seq, d_model, n_heads
     if kind in ("linformer", "linformer_pypi"):
         k = 256 if k is None else k
@@ -79,7 +79,7 @@ def layer_flops(kind: str, batch: int, seq: int, d_model: int, n_heads: int, max
     for c in components:
         formula = registry.spec(c).flops
         if formula is None:
-            raise ValueError(f"attention component {c!r} has no FLOP formula: give its factory a "
+            raise InputError(f"attention component {c!r} has no FLOP formula: give its factory a "
                              f"flops(batch, seq, d_model, n_heads, max_len, **options) method")
         total += formula(b, n, d, h, max_len, k=k)
     return total

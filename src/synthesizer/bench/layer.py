@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..attention.kinds import PAPER_KINDS
+from ..attention.names import PAPER_KINDS
 from .env import environment, progress_bar
 from .flops import layer_flops
 from .timed_layers import PYPI_LINFORMER, build_layer, layer_names, layer_path, pypi_linformer_available

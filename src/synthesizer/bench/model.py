@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention.kinds import PAPER_PURE
+from ..attention.names import PAPER_PURE
 from ..models import Classifier, LanguageModel, ModelConfig
 from ..models.config import stack_kinds
 from ..training.optim import build_optimizer

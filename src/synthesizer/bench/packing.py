@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from ..data.tokenizer import Tokenizer
+from ..errors import InputError
 from ..models import build_model
 from ..models.blocks import set_packed
 from ..tasks.config import ExperimentConfig
@@ -65,7 +66,7 @@ def trainer_step(cfg: ExperimentConfig, corpus, tok: Tokenizer, steps: int, devi
     optimizer = build_optimizer(model, lr=1e-4)
     batches = [to_device(b, device) for b in itertools.islice(task.train_batches(0, 0), steps)]
     if len(batches) < steps:
-        raise ValueError(f"{cfg.data.corpus or 'the data'} gives {len(batches)} training batches, fewer than --steps={steps}")
+        raise InputError(f"{cfg.data.corpus or 'the data'} gives {len(batches)} training batches, fewer than --steps={steps}")
     real, slots = map(sum, zip(*(token_counts(b) for b in batches)))
 
     def run() -> None:

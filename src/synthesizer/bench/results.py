@@ -6,6 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+from ..errors import InputError
+
 TARGET_SEQ = 2048  # the length the layer-level targets are stated at
 
 
@@ -281,7 +283,7 @@ def rewrite_results(folder: str | Path) -> list[Path]:
     """Redo the CSV, markdown and plots of a results folder from its results.jsonl and run.json."""
     folder = Path(folder)
     if not (folder / "results.jsonl").exists():
-        raise ValueError(f"{folder} holds no results.jsonl; give a folder a benchmark wrote")
+        raise InputError(f"{folder} holds no results.jsonl; give a folder a benchmark wrote")
     run = json.loads((folder / "run.json").read_text()) if (folder / "run.json").exists() else {}
     return write_results(read_jsonl(folder / "results.jsonl"), folder, run.get("command"), run.get("wall_s"))
 

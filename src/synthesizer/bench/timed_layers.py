@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from ..attention.dispatch import applicable_paths
 from ..attention.factory import BASELINES, build_mixer, resolve_kind
+from ..errors import InputError
 
 LINFORMER_K = 256  # projected length of both Linformers at long lengths (the paper's); shorter: a quarter of max_len
 
@@ -65,7 +66,7 @@ def build_layer(name: str, d_model: int, n_heads: int, max_len: int, causal: boo
         return PlainSDPAttention(d_model, n_heads, causal)
     if name == PYPI_LINFORMER:
         if causal:
-            raise ValueError("linformer_pypi is encoder-only: it has no causal version")
+            raise InputError("linformer_pypi is encoder-only: it has no causal version")
         return PyPILinformer(d_model, n_heads, max_len, linformer_k(max_len))
     kind, _, impl = name.partition(" [")
     options = {"k": linformer_k(max_len)} if kind == "linformer" else {}
@@ -99,7 +100,7 @@ def layer_names(kinds: list[str], baselines: list[str], causal: bool, candidates
     for text in kinds:
         kind = resolve_kind(text)  # parsed once: a Kind, or a baseline's name
         if isinstance(kind, str):
-            raise ValueError(f"{kind!r} is a baseline: pass it with --baselines, not --kinds")
+            raise InputError(f"{kind!r} is a baseline: pass it with --baselines, not --kinds")
         names.append(str(kind))
         paths = applicable_paths(kind)
         if candidates and "fused_bias" in paths:
@@ -108,7 +109,7 @@ def layer_names(kinds: list[str], baselines: list[str], causal: bool, candidates
             names += [f"{kind} [{path}]" for path in paths[1:] if path in CANDIDATE_PATHS]
     for name in baselines:
         if name not in allowed:
-            raise ValueError(f"unknown baseline {name!r}; allowed: {', '.join(allowed)}")
+            raise InputError(f"unknown baseline {name!r}; allowed: {', '.join(allowed)}")
         if not (causal and name in NON_CAUSAL):
             names.append(name)
     return names

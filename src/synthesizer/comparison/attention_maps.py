@@ -17,7 +17,7 @@ from torch import nn
 
 from ..attention import registry
 from ..attention.synthesizer import SynthesizerAttention
-from ..report.plots import layer_place
+from ..report.layer_place import layer_place
 
 SAMPLE_TEXT = ("The state of our union is strong, and the work of the people goes on. We will build new roads "
                "and schools, and we will keep faith with the men and women who serve this country.")

@@ -27,7 +27,7 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-from ..attention.positions import MODEL_POSITIONS
+from ..attention.names import MODEL_POSITIONS
 from ..report.baselines import strongest
 from ..report.results import FILENAME, failed
 from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, write_json

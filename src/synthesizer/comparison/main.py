@@ -34,12 +34,8 @@ from ..report.scale import is_scale_folder, width_folders, write_scale_report
 from ..runs.lock import FolderLock, comparison_lock, study_lock
 from ..runs.code import code_provenance
 from ..report.summary import render, write_and_print
-from .command import plan_commands
-from .plan import Options
 from .baselines import is_baselines_folder
 from ..report.baselines import write_baselines_report
-from .run import run_comparison
-from .timing import add_timings
 
 
 def _split_list(values: list[str] | None) -> list[str] | None:
@@ -166,6 +162,20 @@ def time_comparison(folder: Path, command: str) -> None:
         write_and_print(results, folder, print)
 
 
+def run_comparison(**options) -> dict:
+    """:func:`.run.run_comparison`, imported when a comparison trains: rendering imports no torch."""
+    from .run import run_comparison as run
+
+    return run(**options)
+
+
+def add_timings(results: dict) -> dict:
+    """:func:`.timing.add_timings`, imported when a comparison is timed: rendering imports no torch."""
+    from .timing import add_timings as timed
+
+    return timed(results)
+
+
 def render_scale(root: str, out: str | None) -> None:
     """``--render ROOT`` of a scale study: its report across widths, written in ROOT under the study's lock."""
     if out:
@@ -210,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         if "," in kind:  # a comma once separated kinds here: say what it means now, since both spellings parse
             print(f"note: --kinds {kind!r} is one model with a kind per layer (a hybrid); give separate kinds as "
                   "separate arguments: --kinds vanilla random", file=sys.stderr)
+    from .command import plan_commands  # the training side (torch): imported by the commands that train
+    from .plan import Options
+
     options = Options(args.preset, args.size, args.kinds, _split_list(args.baselines), args.seeds,
                       args.out, args.steps, tuple(args.overrides), jobs=args.jobs, threads=args.threads,
                       heatmaps=not args.no_heatmaps, command=command, allow_other_code=args.allow_other_code,

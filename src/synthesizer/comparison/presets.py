@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..attention.kinds import PAPER_KINDS
+from ..attention.names import PAPER_KINDS
 from ..errors import positive_int
 
 # A comparison trains the paper's rows by default (attention/kinds.py), in its order.

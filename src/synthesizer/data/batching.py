@@ -8,7 +8,7 @@ from typing import Iterator, Sequence
 import torch
 from torch.utils.data import Sampler
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int, max_len: int | None = None
@@ -46,7 +46,7 @@ def lm_blocks(docs: Sequence[Sequence[int]], block_size: int, eos_id: int) -> to
         stream.append(eos_id)
     n_blocks = (len(stream) - 1) // block_size
     if n_blocks == 0:
-        raise ValueError(f"{len(stream)} tokens (with EOS) are too few for one block of {block_size + 1}")
+        raise InputError(f"{len(stream)} tokens (with EOS) are too few for one block of {block_size + 1}")
     data = torch.tensor(stream[: n_blocks * block_size + 1], dtype=torch.long)
     return data.unfold(0, block_size + 1, block_size)
 
@@ -91,9 +91,9 @@ class LengthBucketSampler(Sampler[list[int]]):
     def __init__(self, lengths: Sequence[int], max_tokens: int, max_sentences: int | None = None, *,
                  shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
         if len(lengths) == 0:
-            raise ValueError("LengthBucketSampler needs at least one example")
+            raise InputError("LengthBucketSampler needs at least one example")
         if world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
+            raise InputError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
         self.batches = length_batches(lengths, max_tokens, max_sentences)
         self.shuffle, self.seed, self.rank, self.world_size = shuffle, seed, rank, world_size
         self.epoch = 0

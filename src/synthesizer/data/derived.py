@@ -61,6 +61,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import InputError
 from .records import Corpus
 
 NEIGHBOURS = 5  # verses on each side a negative may come from
@@ -72,7 +73,7 @@ def translation_pairs(rows: list[dict], neighbours: int = NEIGHBOURS) -> list[di
     """Balanced ``{"text", "text_pair", "label"}`` rows (label 1: ``target`` translates ``source``)
     from one split of translation rows ``{"source", "target"}``, in their order (module docstring)."""
     if len(rows) < 2:
-        raise ValueError(f"a translation split needs at least 2 pairs to draw negatives from, got {len(rows)}")
+        raise InputError(f"a translation split needs at least 2 pairs to draw negatives from, got {len(rows)}")
     out = []
     for i, row in enumerate(rows):
         j = _negative(rows, i, neighbours)
@@ -89,7 +90,7 @@ def _negative(rows: list[dict], i: int, neighbours: int) -> int:
                 if 0 <= j < len(rows) and rows[j]["target"] != target]
         if near:
             return min(near, key=lambda j: (abs(len(rows[j]["target"]) - len(target)), abs(j - i), j))
-    raise ValueError(f"translation split has no target other than {target[:40]!r}: cannot draw a negative")
+    raise InputError(f"translation split has no target other than {target[:40]!r}: cannot draw a negative")
 
 
 SYNOPSIS_LABELS = ("other_package", "synopsis")
@@ -104,7 +105,7 @@ def synopsis_pairs(rows: list[dict]) -> list[dict]:
         j = next((j % n for j in range(i + n // 2, i + n // 2 + n)
                   if rows[j % n]["target"] != row["target"] and rows[j % n]["source"] != row["source"]), None)
         if j is None:
-            raise ValueError(f"a summarization split needs two packages with different descriptions and synopses to "
+            raise InputError(f"a summarization split needs two packages with different descriptions and synopses to "
                              f"draw a negative from; every other one repeats {row['target'][:40]!r}")
         out.append({"text": row["target"], "text_pair": row["source"], "label": 1})
         out.append({"text": rows[j]["target"], "text_pair": row["source"], "label": 0})

@@ -54,6 +54,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import InputError
 from .records import Corpus
 
 LISTOPS_OPS = ("[MAX", "[MIN", "[MED", "[SM")
@@ -135,7 +136,7 @@ def listops_example(rng: random.Random, min_len: int, max_len: int) -> dict:
 def listops_split(n: int, min_len: int, max_len: int, seed: int = 0, split: str = "train") -> list[dict]:
     """``n`` ListOps examples, deterministic given (seed, split); lengths in tokens (words)."""
     if not 1 <= min_len <= max_len:
-        raise ValueError(f"ListOps lengths must satisfy 1 <= min_len <= max_len, got {min_len}, {max_len}")
+        raise InputError(f"ListOps lengths must satisfy 1 <= min_len <= max_len, got {min_len}, {max_len}")
     rng = _rng("listops", split, seed)
     return [listops_example(rng, min_len, max_len) for _ in range(n)]
 
@@ -174,7 +175,7 @@ def zoology_mqar_example(rng: random.Random, length: int, pair_choices: tuple[in
     n = rng.choice(pair_choices)
     slots = (length - 2 * n) // 2
     if slots < n or length % 2:
-        raise ValueError(f"{n} pairs and their {n} queries do not fit in {length} tokens (an even length >= {4 * n})")
+        raise InputError(f"{n} pairs and their {n} queries do not fit in {length} tokens (an even length >= {4 * n})")
     keys = rng.sample(range(len(ZOOLOGY_KEYS)), n)
     values = [rng.randrange(len(ZOOLOGY_VALUES)) for _ in keys]
     tokens = [tok for k, v in zip(keys, values) for tok in (ZOOLOGY_KEYS[k], ZOOLOGY_VALUES[v])]
@@ -213,7 +214,7 @@ _DIAGNOSTIC_MAKERS: dict[str, Callable[[random.Random], dict]] = {
 def diagnostic_split(kind: str, n: int, seed: int = 0, split: str = "train") -> list[dict]:
     """``n`` rows of diagnostic ``kind`` (one of ``DIAGNOSTICS``), deterministic given (seed, split)."""
     if kind not in _DIAGNOSTIC_MAKERS:
-        raise ValueError(f"unknown diagnostic {kind!r}; allowed: {', '.join(DIAGNOSTICS)}")
+        raise InputError(f"unknown diagnostic {kind!r}; allowed: {', '.join(DIAGNOSTICS)}")
     rng = _rng(kind, split, seed)
     return [_DIAGNOSTIC_MAKERS[kind](rng) for _ in range(n)]
 

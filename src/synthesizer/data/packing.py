@@ -25,7 +25,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 
 
 def pack_rows(sizes: Sequence[Sequence[int]], capacities: Sequence[int], rows_per_batch: int,
@@ -43,7 +43,7 @@ def pack_rows(sizes: Sequence[Sequence[int]], capacities: Sequence[int], rows_pe
     for i in (range(len(sizes)) if order is None else order):
         size = sizes[i]
         if len(size) != len(capacities) or any(s > c for s, c in zip(size, capacities)):
-            raise ValueError(f"example {i} of sizes {tuple(size)} does not fit one row of {tuple(capacities)} tokens; "
+            raise InputError(f"example {i} of sizes {tuple(size)} does not fit one row of {tuple(capacities)} tokens; "
                              "cut it to the row first")
         row = next((r for r, left in enumerate(room) if all(s <= x for s, x in zip(size, left))), None)
         if row is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 
 TASKS = ("lm", "translation", "summarization", "dialogue", "classification", "regression")
 SEQ2SEQ_TASKS = ("translation", "summarization", "dialogue")
@@ -36,7 +36,7 @@ Example = dict[str, Any]
 TEXT_KEYS = ("source", "target", "text", "text_pair")  # the text fields of an example
 
 
-class DataError(ValueError):
+class DataError(InputError):
     """Bad or missing input data; the message names the file (and line, for a bad row)."""
 
 
@@ -59,7 +59,7 @@ class Corpus:
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}; allowed: {', '.join(TASKS)}")
+            raise InputError(f"unknown task {self.task!r}; allowed: {', '.join(TASKS)}")
 
     def __getitem__(self, split: str) -> list:
         if split not in self.splits:
@@ -88,7 +88,7 @@ class Corpus:
         if n is None:
             return self
         if self.task == "lm":
-            raise ValueError("data.max_words keeps the short examples of a corpus of examples (translation, "
+            raise InputError("data.max_words keeps the short examples of a corpus of examples (translation, "
                              "summarization, dialogue, classification); an lm corpus is documents, which it would drop "
                              "whole: use batch.block_size for shorter lm context")
 

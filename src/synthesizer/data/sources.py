@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 from .derived import DERIVED, PAIRS_PER_ROW, derive_corpus
 from .generated import GENERATED, generate_corpus
 from .records import SEQ2SEQ_TASKS, SPLITS, TASKS, TURN_SEP, Corpus, DataError
@@ -458,9 +458,9 @@ def load_files(task: str, train: str | os.PathLike, valid: str | os.PathLike | N
     first example of the train file decides, and every other line and split must agree with it.
     """
     if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; allowed: {', '.join(TASKS)}")
+        raise InputError(f"unknown task {task!r}; allowed: {', '.join(TASKS)}")
     if pair is False and text_pair_column is not None:
-        raise ValueError(f"pair=False contradicts text_pair_column={text_pair_column!r} (which declares text pairs)")
+        raise InputError(f"pair=False contradicts text_pair_column={text_pair_column!r} (which declares text pairs)")
     files = {s: check_file(p) for s, p in (("train", train), ("valid", valid), ("test", test)) if p is not None}
     kw = dict(text_column=text_column, text_pair_column=text_pair_column, label_column=label_column,
               source_column=source_column, target_column=target_column, turns_column=turns_column,

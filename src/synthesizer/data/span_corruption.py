@@ -18,6 +18,8 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
+from ..errors import InputError
+
 NOISE_DENSITY = 0.15
 MEAN_SPAN_LENGTH = 3.0
 N_SENTINELS = 100  # sentinel tokens of a pretraining tokenizer: enough spans for 2000-token inputs
@@ -40,11 +42,11 @@ def span_lengths(length: int, rng: random.Random, density: float = NOISE_DENSITY
     """(kept piece lengths, noise span lengths) of a text of ``length`` tokens, in text order
     ``kept[0], noise[0], kept[1], noise[1], ...``; ``kept[0]`` is 0 only for a one-token text."""
     if length < 1:
-        raise ValueError(f"span corruption needs at least 1 token, got {length}")
+        raise InputError(f"span corruption needs at least 1 token, got {length}")
     if not 0.0 < density < 1.0:
-        raise ValueError(f"noise density must be in (0, 1), got {density!r}")
+        raise InputError(f"noise density must be in (0, 1), got {density!r}")
     if not mean_span >= 1.0:
-        raise ValueError(f"mean noise span length must be >= 1, got {mean_span!r}")
+        raise InputError(f"mean noise span length must be >= 1, got {mean_span!r}")
     noise = min(max(round(length * density), 1), length)
     spans = max(round(noise / mean_span), 1)
     kept = length - noise
@@ -63,7 +65,7 @@ def span_corrupt(ids: Sequence[int], sentinel_ids: Sequence[int], rng: random.Ra
     """
     kept, noise = span_lengths(len(ids), rng, density, mean_span)
     if len(noise) + 1 > len(sentinel_ids):
-        raise ValueError(f"{len(ids)} tokens make {len(noise)} noise spans, more than the {len(sentinel_ids)} "
+        raise InputError(f"{len(ids)} tokens make {len(noise)} noise spans, more than the {len(sentinel_ids)} "
                          "sentinels allow; use shorter inputs")
     inputs: list[int] = []
     targets: list[int] = []

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..errors import InputError
 from .records import DataError
 
 PAD, UNK, BOS, EOS, SEP, CLS = "<pad>", "<unk>", "<s>", "</s>", "<sep>", "<cls>"
@@ -51,7 +52,7 @@ class Tokenizer:
         n_base = len(SPECIAL_TOKENS) + len(extra_special) + 256
         if vocab_size < n_base:
             extra = f" + {len(extra_special)} extra special tokens" if extra_special else ""
-            raise ValueError(f"vocab_size must be >= {n_base} (6 special tokens{extra} + 256 bytes), got {vocab_size}")
+            raise InputError(f"vocab_size must be >= {n_base} (6 special tokens{extra} + 256 bytes), got {vocab_size}")
         tok = tk.Tokenizer(tk.models.BPE(unk_token=UNK))
         # no prefix space: "a b" -> ["a", "Ġb"] decodes back to exactly "a b"
         tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from torch import nn
 
+from ..errors import InputError
 from ..runs.files import (BEST, CONFIG_NAME, EXPERIMENT_FILE as RUN_EXPERIMENT_FILE, LAST, TOKENIZER_DIR,
                           check_outside_runs, is_hf_folder, read_json, read_labels, write_json, write_labels)
 from ..data.records import DataError
@@ -76,7 +77,7 @@ def _tokenizer_file(run_dir: Path, which: str) -> Path:
 def to_hf(model: nn.Module, family: str, **config_fields):
     """The HF model of ``family`` ("lm", "seq2seq", "classifier") holding ``model``'s weights (a copy)."""
     if family not in HF_CLASSES:
-        raise ValueError(f"unknown model family {family!r}; allowed: {', '.join(HF_CLASSES)}")
+        raise InputError(f"unknown model family {family!r}; allowed: {', '.join(HF_CLASSES)}")
     config = SynthesizerConfig.from_model_config(model.config, **config_fields)
     hf_model = HF_CLASSES[family](config)
     hf_model.model.load_state_dict(model.state_dict())
@@ -139,12 +140,12 @@ def import_hf(hf_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     """Write the HF folder's model as a run folder (one checkpoint, ``last`` and ``best``); returns it."""
     hf_dir, out_dir = Path(hf_dir), Path(out_dir)
     if out_dir.resolve() == hf_dir.resolve() or hf_dir.resolve() in out_dir.resolve().parents:
-        raise ValueError(f"--out {out_dir} is inside the HF folder {hf_dir}, which it is read from; write the run "
+        raise InputError(f"--out {out_dir} is inside the HF folder {hf_dir}, which it is read from; write the run "
                          "folder elsewhere")
     model, _, cfg, family, names = load_folder(hf_dir)
     cfg = _experiment(hf_dir, cfg, "a run folder")
     if (out_dir / LAST).exists():
-        raise ValueError(f"{out_dir} already holds a run; choose another output folder (--out)")
+        raise InputError(f"{out_dir} already holds a run; choose another output folder (--out)")
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / RUN_EXPERIMENT_FILE, cfg.to_dict())
     if names is not None:

@@ -27,7 +27,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from ..errors import check_out_dir, positive_int
+from ..errors import InputError, check_out_dir, positive_int
 from ..runs.files import BEST, CONFIG_NAME, is_hf_folder
 from ..data.records import DataError
 
@@ -56,7 +56,7 @@ def check_supported(run: str | os.PathLike) -> None:
     """ValueError unless ``run`` holds a causal LM, naming what lm-eval supports."""
     family = family_of(run)
     if family != SUPPORTED_FAMILY:
-        raise ValueError(f"{run}: a {family} model; synthesizer lm-eval evaluates causal language models only "
+        raise InputError(f"{run}: a {family} model; synthesizer lm-eval evaluates causal language models only "
                          "(runs of task 'lm', or their HF folders): the harness's tasks score text with a causal "
                          "LM, and its seq2seq and classifier paths do not fit these models")
 
@@ -71,11 +71,11 @@ def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: 
     results dict (``results``, ``configs``, ``versions``, ...; ``samples`` with ``log_samples``).
     """
     if not tasks:
-        raise ValueError("--tasks: give at least one task name")
+        raise InputError("--tasks: give at least one task name")
     check_device(device)
     positive_int("--batch-size", batch_size)
     if include_path is not None and not Path(include_path).is_dir():
-        raise ValueError(f"--include-path {include_path}: no such folder")
+        raise InputError(f"--include-path {include_path}: no such folder")
     check_supported(run)
     import lm_eval
     from lm_eval.tasks import TaskManager
@@ -87,7 +87,7 @@ def evaluate_harness(run: str | os.PathLike, tasks: list[str], *, include_path: 
     unknown = [t for t in tasks if t not in manager.all_tasks]
     if unknown:
         where = f" (nor in --include-path {include_path})" if include_path is not None else ""
-        raise ValueError(f"--tasks: unknown task(s) {', '.join(unknown)}{where}; "
+        raise InputError(f"--tasks: unknown task(s) {', '.join(unknown)}{where}; "
                          "see the harness's task list: lm-eval ls tasks")
     with tempfile.TemporaryDirectory(prefix="synthesizer-lm-eval-") as tmp:
         folder = Path(run)
@@ -115,14 +115,14 @@ def check_device(device: str) -> None:
     """ValueError unless ``device`` is cpu, or a CUDA device that this torch has."""
     kind, colon, index = device.partition(":")
     if device != "cpu" and (kind != "cuda" or (colon and not index.isdigit())):
-        raise ValueError(f"--device must be cpu, cuda or cuda:N, got {device!r}")
+        raise InputError(f"--device must be cpu, cuda or cuda:N, got {device!r}")
     if kind == "cuda":
         import torch
 
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count <= int(index or 0):
             have = f"{count} CUDA device(s)" if count else "no CUDA device (torch.cuda.is_available() is false)"
-            raise ValueError(f"--device {device}: this torch sees {have}; use --device cpu")
+            raise InputError(f"--device {device}: this torch sees {have}; use --device cpu")
 
 
 def unknown_shares(samples: dict, tokenizer) -> dict[str, tuple[float, int]]:
@@ -149,12 +149,12 @@ def main(args) -> int:
     limit = args.limit
     if limit is not None:
         if not limit > 0:
-            raise ValueError(f"--limit must be > 0 (documents per task, or a fraction below 1), got {limit:g}")
+            raise InputError(f"--limit must be > 0 (documents per task, or a fraction below 1), got {limit:g}")
         limit = int(limit) if limit >= 1 and limit == int(limit) else limit
     if args.output:  # checked before the evaluation, not after it
         output = Path(args.output)
         if output.is_dir():
-            raise ValueError(f"--output {output}: a folder; give a file name (the results are one JSON file)")
+            raise InputError(f"--output {output}: a folder; give a file name (the results are one JSON file)")
         check_out_dir("--output", output.parent)
     results = evaluate_harness(args.run, tasks, include_path=args.include_path, limit=limit,
                                batch_size=args.batch_size, device=args.device, checkpoint=args.checkpoint,

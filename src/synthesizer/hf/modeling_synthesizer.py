@@ -29,6 +29,7 @@ from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithP
                                            Seq2SeqLMOutput, SequenceClassifierOutput)
 
 from ..attention.masks import check_right_padded
+from ..errors import InputError
 from ..models.blocks import DecoderBlock, EncoderBlock, Embeddings
 from ..models.classifier import Classifier
 from ..models.lm import LanguageModel
@@ -103,7 +104,7 @@ class SynthesizerCacheLayer(CacheLayerMixin):
     def crop(self, tokens_to_remove: int) -> None:
         """Forget the last ``-tokens_to_remove`` positions (a negative count, as HF's layers take it)."""
         if tokens_to_remove > 0:
-            raise ValueError(f"crop takes a negative count of positions to remove, got {tokens_to_remove}")
+            raise InputError(f"crop takes a negative count of positions to remove, got {tokens_to_remove}")
         if not self.is_croppable:
             raise NotImplementedError(f"a {type(self._attention_cache()).__name__} cannot be cut back: the attention "
                                       f"kind keeps a fixed window, not every position (assisted decoding needs it)")
@@ -151,7 +152,7 @@ def padding_mask(attention_mask: Tensor | None, length: int, positions: Tensor |
     if attention_mask is None:
         return None
     if attention_mask.dim() != 2:
-        raise ValueError(f"attention_mask must have shape (batch, seq), got {tuple(attention_mask.shape)}")
+        raise InputError(f"attention_mask must have shape (batch, seq), got {tuple(attention_mask.shape)}")
     keep = attention_mask.bool()
     if positions is None:
         check_right_padded(~keep, "attention_mask")  # an eager call only: under torch.compile/export it is skipped
@@ -196,7 +197,7 @@ def check_generation(model: "SynthesizerPreTrainedModel", inputs: Tensor | None,
     if decoder_only and mask is not None:
         pad = ~mask.bool()
         if bool((pad[:, 1:] & ~pad[:, :-1]).any()):  # padding after a real token: right padding
-            raise ValueError("prompts of different lengths go to generate left-padded (the tokenizer's "
+            raise InputError("prompts of different lengths go to generate left-padded (the tokenizer's "
                              "padding_side='left'): it appends after the last position of every row, so a "
                              "right-padded prompt would have padding before its new tokens")
     config = generation_config if generation_config is not None else model.generation_config
@@ -217,7 +218,7 @@ def check_generation(model: "SynthesizerPreTrainedModel", inputs: Tensor | None,
         return
     what = "prompt length" if decoder_only else "the decoder's start token"
     asked = f"max_new_tokens={new_tokens}" if new_tokens is not None else f"max_length={total}"
-    raise ValueError(f"{what} {start} + {asked}: {total} positions exceeds max_position_embeddings={limit}; "
+    raise InputError(f"{what} {start} + {asked}: {total} positions exceeds max_position_embeddings={limit}; "
                      f"ask for at most {limit - start} new tokens")
 
 
@@ -242,7 +243,7 @@ def _fresh(t: Tensor | None) -> bool:
 def _one_input(input_ids: Tensor | None, inputs_embeds: Tensor | None, what: str = "input_ids") -> int:
     """The sequence length of the one input given: ``what`` (B, n) or ``inputs_embeds`` (B, n, d)."""
     if (input_ids is None) == (inputs_embeds is None):
-        raise ValueError(f"give exactly one of {what} and inputs_embeds")
+        raise InputError(f"give exactly one of {what} and inputs_embeds")
     return (input_ids if input_ids is not None else inputs_embeds).shape[1]
 
 
@@ -346,7 +347,7 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
         revision of synthesizer saved (``config.weights_revision``): they would load and give other outputs."""
         saved = _saved_architecture(pretrained_model_name_or_path, kwargs)
         if saved and _FAMILY_OF[saved] != _FAMILY_OF.get(cls.__name__, _FAMILY_OF[saved]):
-            raise ValueError(f"{pretrained_model_name_or_path} holds a {saved}, which {cls.__name__} cannot load "
+            raise InputError(f"{pretrained_model_name_or_path} holds a {saved}, which {cls.__name__} cannot load "
                              f"(another model family); load it with {_AUTO_OF[saved]} or {saved}")
         loaded = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # (model, loading info) when asked for
@@ -411,7 +412,7 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
         if cache is None and use_cache:
             cache = self.new_cache()
         if cache is not None and not isinstance(cache, SynthesizerCache):
-            raise ValueError(f"a synthesizer model decodes with a SynthesizerCache (model.new_cache()), got "
+            raise InputError(f"a synthesizer model decodes with a SynthesizerCache (model.new_cache()), got "
                              f"{type(cache).__name__}")
         return cache, None if cache is None else cache.states
 
@@ -646,7 +647,7 @@ class SynthesizerForSeq2SeqLM(SynthesizerPreTrainedModel, GenerationMixin):
         """labels (B, t) -> decoder inputs (B, t): start token, then labels[:, :-1] (-100 as padding)."""
         start, pad = self.config.decoder_start_token_id, self.config.pad_token_id
         if start is None or pad is None:
-            raise ValueError("shifting labels into decoder inputs needs decoder_start_token_id and pad_token_id in "
+            raise InputError("shifting labels into decoder inputs needs decoder_start_token_id and pad_token_id in "
                              "the config; set them, or give decoder_input_ids")
         shifted = labels.new_full(labels.shape, start)
         shifted[:, 1:] = labels[:, :-1]
@@ -665,7 +666,7 @@ class SynthesizerForSeq2SeqLM(SynthesizerPreTrainedModel, GenerationMixin):
         attentions, hidden, return_dict = self._outputs(output_attentions, output_hidden_states, return_dict)
         if encoder_outputs is None:
             if input_ids is None and inputs_embeds is None:
-                raise ValueError("give input_ids (the source), inputs_embeds or encoder_outputs")
+                raise InputError("give input_ids (the source), inputs_embeds or encoder_outputs")
             encoder_outputs = self.get_encoder()(input_ids, attention_mask, inputs_embeds=inputs_embeds,
                                                  output_attentions=attentions, output_hidden_states=hidden,
                                                  return_dict=True)
@@ -677,7 +678,7 @@ class SynthesizerForSeq2SeqLM(SynthesizerPreTrainedModel, GenerationMixin):
         src_pad = padding_mask(source, memory.shape[1], token_positions(source, None, memory.shape[1], 0))
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             if labels is None:
-                raise ValueError("give decoder_input_ids, decoder_inputs_embeds or labels (shifted right into "
+                raise InputError("give decoder_input_ids, decoder_inputs_embeds or labels (shifted right into "
                                  "decoder inputs)")
             decoder_input_ids = self.shift_right(labels)
         t = _one_input(decoder_input_ids, decoder_inputs_embeds, "decoder_input_ids")
@@ -731,7 +732,7 @@ class SynthesizerForSequenceClassification(SynthesizerPreTrainedModel):
             else:
                 problem = "multi_label_classification"
         if problem not in PROBLEM_TYPES:
-            raise ValueError(f"problem_type={problem!r} is not allowed; allowed values: {', '.join(PROBLEM_TYPES)}")
+            raise InputError(f"problem_type={problem!r} is not allowed; allowed values: {', '.join(PROBLEM_TYPES)}")
         return problem
 
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,

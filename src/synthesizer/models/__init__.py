@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from ..errors import InputError
 from .blocks import format_param_counts
 from .classifier import Classifier
 from .config import ModelConfig
@@ -18,7 +19,7 @@ MODEL_FAMILIES = {"lm": LanguageModel, "seq2seq": EncoderDecoder, "classifier": 
 def build_model(task_family: str, config: ModelConfig) -> nn.Module:
     """``"lm"`` -> LanguageModel, ``"seq2seq"`` -> EncoderDecoder, ``"classifier"`` -> Classifier."""
     if task_family not in MODEL_FAMILIES:
-        raise ValueError(f"unknown model family {task_family!r}; allowed: {', '.join(MODEL_FAMILIES)}")
+        raise InputError(f"unknown model family {task_family!r}; allowed: {', '.join(MODEL_FAMILIES)}")
     return MODEL_FAMILIES[task_family](config)
 
 

@@ -18,6 +18,7 @@ from ..attention.factory import build_mixer
 from ..attention.masks import continued_positions
 from ..attention.kinds import Kind
 from ..attention.positions import BIAS_SCHEMES, LAYER_SCHEMES, position_bias
+from ..errors import InputError
 from .config import ModelConfig
 
 
@@ -84,9 +85,9 @@ class Embeddings(nn.Module):
             x = x + (self.position(pos) if self.position is not None else self.sinusoid[pos])
         if segment_ids is not None:
             if self.segment is None:
-                raise ValueError("segment_ids given to a model built without segment embeddings")
+                raise InputError("segment_ids given to a model built without segment embeddings")
             if segment_ids.shape != tokens.shape[:2]:
-                raise ValueError(f"segment_ids must have the shape of input_ids {tuple(tokens.shape[:2])}, got {tuple(segment_ids.shape)}")
+                raise InputError(f"segment_ids must have the shape of input_ids {tuple(tokens.shape[:2])}, got {tuple(segment_ids.shape)}")
             x = x + self.segment(segment_ids)
         return self.drop(x)
 
@@ -167,7 +168,7 @@ def set_packed(model: nn.Module, packed: bool = True) -> None:
     for name, module in model.named_modules():
         if isinstance(module, (EncoderBlock, DecoderBlock)):
             if packed and not takes_positions(module.attn, "documents"):
-                raise ValueError(f"{name}: the {module.kind!r} mixer cannot take packed rows (it would mix tokens "
+                raise InputError(f"{name}: the {module.kind!r} mixer cannot take packed rows (it would mix tokens "
                                  "across documents); train it without batch.pack")
             if hasattr(module.attn, "packed"):
                 module.attn.packed = packed
@@ -201,14 +202,14 @@ class EncoderBlock(nn.Module):
 def per_token_inputs(mixer: nn.Module, position_bias: Tensor | None, positions: Tensor | None,
                      documents: Tensor | None) -> dict:
     """The keyword arguments a block hands its self-attention: the position bias where it applies one, and
-    per-token positions and documents where given; ValueError where the mixer takes none (a convolution or
+    per-token positions and documents where given; InputError where the mixer takes none (a convolution or
     Linformer: left padding or packed documents are not for them)."""
     extra = {} if position_bias is None else {"position_bias": position_bias}
     for name, value in (("positions", positions), ("documents", documents)):
         if value is None:
             continue
         if not takes_positions(mixer, name):
-            raise ValueError(f"the {type(mixer).__name__} mixer takes no per-token {name} (left padding, packed "
+            raise InputError(f"the {type(mixer).__name__} mixer takes no per-token {name} (left padding, packed "
                              "documents): give its inputs right-padded, one sequence per row")
         extra[name] = value
     return extra
@@ -275,12 +276,12 @@ def fit_length(config: ModelConfig, ids: Tensor, *others: Tensor | None, start: 
     """Check ``start + ids.shape[1] <= max_len``: raise ValueError, or cut ``ids`` and ``others`` to
     fit with a warning when ``config.on_too_long == "truncate"``."""
     if ids.dim() != 2:
-        raise ValueError(f"{what} ids must have shape (batch, seq), got {tuple(ids.shape)}")
+        raise InputError(f"{what} ids must have shape (batch, seq), got {tuple(ids.shape)}")
     n = start + ids.shape[1]
     if n <= config.max_len:
         return (ids, *others)
     if config.on_too_long != "truncate" or start >= config.max_len:
-        raise ValueError(f"{what} length {n} exceeds max_len={config.max_len}; shorten it, build the model with a "
+        raise InputError(f"{what} length {n} exceeds max_len={config.max_len}; shorten it, build the model with a "
                          f"larger max_len, or set on_too_long='truncate'")
     keep = config.max_len - start
     warnings.warn(f"{what} length {n} exceeds max_len={config.max_len}: keeping the first {config.max_len} positions",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..errors import InputError
 from .blocks import (EncoderBlock, Embeddings, bias_for, fit_length, format_param_counts, layer_param_counts,
                      stack_param_counts, stack_position_bias)
 from .config import ModelConfig
@@ -76,15 +77,15 @@ class Classifier(nn.Module):
         segment embeddings and the head keep their fresh values (pretraining has neither). The two must
         have the same vocabulary, width, heads, layers, feed-forward size, positions and attention."""
         if len(self.blocks) != len(source.encoder):
-            raise ValueError(f"the classifier has {len(self.blocks)} encoder layers, the source {len(source.encoder)}")
+            raise InputError(f"the classifier has {len(self.blocks)} encoder layers, the source {len(source.encoder)}")
         pairs = [(self.embed.token, source.src_embed.token), (self.ln_f, source.ln_enc),
                  *zip(self.blocks, source.encoder)]
         if (self.embed.position is None) != (source.src_embed.position is None):
-            raise ValueError("the classifier and the source use different position encodings")
+            raise InputError("the classifier and the source use different position encodings")
         if self.embed.position is not None:
             pairs.append((self.embed.position, source.src_embed.position))
         if type(self.position_bias) is not type(source.encoder_position_bias):  # noqa: E721 (relative, alibi, None)
-            raise ValueError("the classifier and the source use different position schemes")
+            raise InputError("the classifier and the source use different position schemes")
         if self.position_bias is not None:
             pairs.append((self.position_bias, source.encoder_position_bias))
         for mine, theirs in pairs:

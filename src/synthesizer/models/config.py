@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 
 from ..attention.cross import CROSS_KINDS
 from ..attention.factory import allowed_mixers_text, check_options, resolve_kind
-from ..attention.kinds import LAYER_SEPARATOR, Kind, layer_parts
+from ..attention.kinds import Kind
+from ..attention.names import LAYER_SEPARATOR, layer_parts
 from ..attention.positions import MODEL_POSITIONS
-from ..errors import FieldError, positive_int
+from ..errors import FieldError, InputError, positive_int
 
 POSITIONS = MODEL_POSITIONS  # learned, sinusoidal, rope, relative, alibi, none
 POOLINGS = ("mean", "first")
@@ -30,18 +31,18 @@ def parse_attention(attention: str | Kind | list | tuple) -> tuple[Kind | str, .
     else:
         return (resolve_kind(attention),)
     if not parts:
-        raise ValueError(f"attention is an empty list; give one kind, a kind per layer, or a pattern such as "
+        raise InputError(f"attention is an empty list; give one kind, a kind per layer, or a pattern such as "
                          f"'random,vanilla'; allowed kinds: {allowed_mixers_text()}")
     kinds = []
     for layer, part in enumerate(parts):
         if isinstance(part, (list, tuple)) and not isinstance(part, Kind) or (isinstance(part, str)
                                                                               and LAYER_SEPARATOR in part):
-            raise ValueError(f"attention of layer {layer}: {part!r} is not one kind (a list of kinds per layer "
+            raise InputError(f"attention of layer {layer}: {part!r} is not one kind (a list of kinds per layer "
                              f"is flat); allowed kinds: {allowed_mixers_text()}")
         try:
             kinds.append(resolve_kind(part))
-        except ValueError as err:
-            raise ValueError(f"attention of layer {layer} (counting from 0): {err}") from None
+        except InputError as err:
+            raise InputError(f"attention of layer {layer} (counting from 0): {err}") from None
     return tuple(kinds)
 
 
@@ -64,11 +65,11 @@ def stack_kinds(attention: str | Kind | list | tuple, n_layers: int, stack: str 
     pattern cycled over the layers (no longer than the stack). ``pattern``: ``attention`` already parsed."""
     kinds = parse_attention(attention) if pattern is None else pattern
     if isinstance(attention, (list, tuple)) and not isinstance(attention, Kind) and len(kinds) != n_layers:
-        raise ValueError(f"attention lists {len(kinds)} kinds, one per layer, but the {stack} has {n_layers} "
+        raise InputError(f"attention lists {len(kinds)} kinds, one per layer, but the {stack} has {n_layers} "
                          "layers; give one kind per layer, or a pattern such as 'random,vanilla' cycled over "
                          "the layers")
     if len(kinds) > n_layers:
-        raise ValueError(f"attention pattern {attention_text(attention)!r} has {len(kinds)} kinds, more "
+        raise InputError(f"attention pattern {attention_text(attention)!r} has {len(kinds)} kinds, more "
                          f"than the {n_layers} layers of the {stack}; give at most one kind per layer")
     return tuple(kinds[i % len(kinds)] for i in range(n_layers))
 
@@ -167,7 +168,7 @@ class ModelConfig:
         """The one kind of every layer (a ``Kind``, or a baseline's name); ValueError for a per-layer
         attention, whose kinds :meth:`layer_kinds` gives."""
         if self.per_layer:
-            raise ValueError(f"attention {attention_text(self.attention)!r} has a kind per layer, not one kind; "
+            raise InputError(f"attention {attention_text(self.attention)!r} has a kind per layer, not one kind; "
                              "use layer_kinds(n_layers)")
         return self.pattern[0]
 
@@ -194,15 +195,15 @@ class ModelConfig:
     def from_dict(cls, data: dict) -> "ModelConfig":
         """Build from a dict; an unknown key raises ValueError naming it and listing the valid keys."""
         if not isinstance(data, dict):
-            raise ValueError(f"a model config must be a mapping of keys to values, got {type(data).__name__}")
+            raise InputError(f"a model config must be a mapping of keys to values, got {type(data).__name__}")
         valid = [f.name for f in dataclasses.fields(cls)]
         for key in data:
             if key not in valid:
                 close = difflib.get_close_matches(str(key), valid, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(f"unknown model config key {key!r}{hint}; valid keys: {', '.join(valid)}")
+                raise InputError(f"unknown model config key {key!r}{hint}; valid keys: {', '.join(valid)}")
         if "vocab_size" not in data:
-            raise ValueError("model config needs 'vocab_size'")
+            raise InputError("model config needs 'vocab_size'")
         return cls(**{k: (dict(v) if k == "attention_options" else v) for k, v in data.items()})
 
     def to_json(self, indent: int | None = 2) -> str:

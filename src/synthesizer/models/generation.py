@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 from .seq2seq import EncoderDecoder
 
 
@@ -111,11 +111,11 @@ def _chooser(do_sample: bool, temperature: float, top_k: int | None, top_p: floa
     if not do_sample:
         return lambda logits: logits.argmax(dim=-1)
     if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r} (use do_sample=False for greedy)")
+        raise InputError(f"temperature must be > 0, got {temperature!r} (use do_sample=False for greedy)")
     if top_k is not None:
         positive_int("top_k", top_k)
     if top_p is not None and not 0.0 < top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1] or None, got {top_p!r}")
+        raise InputError(f"top_p must be in (0, 1] or None, got {top_p!r}")
 
     def sample(logits: Tensor) -> Tensor:
         probs = filter_logits(logits.float() / temperature, top_k, top_p).softmax(dim=-1)
@@ -129,11 +129,11 @@ def _prompts(prompts: Tensor | Sequence[Sequence[int]], pad_id: int, device: tor
     """A 2-D tensor (equal lengths) or a list of token lists -> (B, max_len) right-padded ids, lengths (B,)."""
     if isinstance(prompts, Tensor):
         if prompts.dim() != 2 or prompts.shape[1] == 0:
-            raise ValueError(f"prompts must be a (batch, length>0) tensor or a list of token lists, got {tuple(prompts.shape)}")
+            raise InputError(f"prompts must be a (batch, length>0) tensor or a list of token lists, got {tuple(prompts.shape)}")
         return prompts.to(device), torch.full((prompts.shape[0],), prompts.shape[1], device=device)
     rows = [torch.as_tensor(list(p), dtype=torch.long) for p in prompts]
     if not rows or any(len(r) == 0 for r in rows):
-        raise ValueError("every prompt needs at least one token (to start from nothing, give the token the LM "
+        raise InputError("every prompt needs at least one token (to start from nothing, give the token the LM "
                          "saw before each document: EOS for the `lm` task, which puts it between documents)")
     lengths = torch.tensor([len(r) for r in rows], device=device)
     ids = torch.full((len(rows), int(lengths.max())), pad_id, dtype=torch.long)
@@ -147,11 +147,11 @@ def _limit(model: nn.Module, lengths: Tensor, max_new_tokens: int) -> Tensor:
     positive_int("max_new_tokens", max_new_tokens)
     config = model.config
     if int(lengths.max()) > config.max_len:
-        raise ValueError(f"prompt length {int(lengths.max())} exceeds max_len={config.max_len}")
+        raise InputError(f"prompt length {int(lengths.max())} exceeds max_len={config.max_len}")
     end = lengths + max_new_tokens
     if int(end.max()) > config.max_len:
         if config.on_too_long != "truncate":
-            raise ValueError(f"prompt + max_new_tokens = {int(end.max())} positions exceeds max_len={config.max_len}; "
+            raise InputError(f"prompt + max_new_tokens = {int(end.max())} positions exceeds max_len={config.max_len}; "
                              f"lower max_new_tokens or set on_too_long='truncate'")
         warnings.warn(f"generation stops at max_len={config.max_len} positions", stacklevel=3)
         end = end.clamp_max(config.max_len)
@@ -162,14 +162,14 @@ def _check_sources(src: Tensor, src_padding_mask: Tensor | None) -> None:
     """ValueError for a source with no token: src (B, s) of length 0, or a row that is all padding.
     The decoder would attend to nothing (NaN, or a crash in some kernels) and invent a translation."""
     if src.shape[1] == 0:
-        raise ValueError(f"source ids of shape {tuple(src.shape)} hold no token: every source needs at least one")
+        raise InputError(f"source ids of shape {tuple(src.shape)} hold no token: every source needs at least one")
     if src_padding_mask is not None:
         if src_padding_mask.shape != src.shape:
-            raise ValueError(f"src_padding_mask of shape {tuple(src_padding_mask.shape)} does not match "
+            raise InputError(f"src_padding_mask of shape {tuple(src_padding_mask.shape)} does not match "
                              f"the source ids' {tuple(src.shape)}")
         empty = src_padding_mask.bool().all(dim=1).nonzero().flatten().tolist()
         if empty:
-            raise ValueError(f"source row(s) {', '.join(map(str, empty))} are all padding: every source needs "
+            raise InputError(f"source row(s) {', '.join(map(str, empty))} are all padding: every source needs "
                              f"at least one token")
 
 
@@ -177,7 +177,7 @@ def _setup(model: nn.Module, inputs, src_padding_mask: Tensor | None, max_new_to
     config, device = model.config, next(model.parameters()).device
     if isinstance(model, EncoderDecoder):
         if not isinstance(inputs, Tensor) or inputs.dim() != 2:
-            raise ValueError("an encoder-decoder needs source ids as a (batch, src_len) tensor, with src_padding_mask for padding")
+            raise InputError("an encoder-decoder needs source ids as a (batch, src_len) tensor, with src_padding_mask for padding")
         _check_sources(inputs, src_padding_mask)
         memory = model.encode(inputs.to(device), None if src_padding_mask is None else src_padding_mask.to(device))
         mask = None if src_padding_mask is None else src_padding_mask.to(device)[:, : memory.shape[1]]
@@ -189,7 +189,7 @@ def _setup(model: nn.Module, inputs, src_padding_mask: Tensor | None, max_new_to
         step = _Seq2SeqStep(model, memory, mask, use_cache)
     else:
         if src_padding_mask is not None:
-            raise ValueError("src_padding_mask is for encoder-decoder models; give LM prompts as token lists")
+            raise InputError("src_padding_mask is for encoder-decoder models; give LM prompts as token lists")
         seqs, lengths = _prompts(inputs, config.pad_id, device)
         step = _LMStep(model, use_cache)
     end = _limit(model, lengths, max_new_tokens)

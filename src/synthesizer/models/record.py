@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from torch import Tensor, nn
 
+from ..errors import InputError
+
 # (blocks, final norm) attribute names of the stacks a model may have
 STACKS = {"blocks": "ln_f", "encoder": "ln_enc", "decoder": "ln_dec"}
 
@@ -45,7 +47,7 @@ def _stacks(model: nn.Module) -> dict[str, tuple[nn.ModuleList, nn.Module]]:
 def _maps_of(model: nn.Module, mixer: nn.Module) -> nn.Module:
     if not hasattr(mixer, "attention_maps"):
         kind = getattr(getattr(model, "config", None), "attention", type(mixer).__name__)
-        raise ValueError(f"attention maps: attention {kind!r} ({type(mixer).__name__}) has no attention matrix to "
+        raise InputError(f"attention maps: attention {kind!r} ({type(mixer).__name__}) has no attention matrix to "
                          "return; every Synthesizer kind (random, dense, vanilla and their mixtures) has one")
     return mixer
 

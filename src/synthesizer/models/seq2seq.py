@@ -11,6 +11,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from ..attention.cross import Packed
+from ..errors import InputError
 from .blocks import (DecoderBlock, DecoderLayerCache, EncoderBlock, Embeddings, bias_for, count_params, fit_length,
                      format_param_counts, layer_param_counts, stack_position_bias)
 from .config import ModelConfig
@@ -51,7 +52,7 @@ class EncoderDecoder(nn.Module):
         cross-attention indexes its logits by source position, unless the decoder is given the source's
         positions, as packed rows are: ``documents`` (B, s), the packed source's document ids)."""
         if positions is not None and documents is None and self.config.cross_attention != "vanilla":
-            raise ValueError(f"a source with per-token positions (left-padded) needs vanilla cross-attention; "
+            raise InputError(f"a source with per-token positions (left-padded) needs vanilla cross-attention; "
                              f"{self.config.cross_attention!r} cross-attention indexes by source position: put the "
                              "source's padding on the right")
         if inputs_embeds is not None:
@@ -78,7 +79,7 @@ class EncoderDecoder(nn.Module):
         token embeddings (rows of ``tgt_embed.token``) instead of ``tgt_ids``. ``packed``: packed target
         rows against the packed source rows of ``memory`` (full passes)."""
         if packed is not None and tgt_ids is not None and tgt_ids.shape[1] > self.config.max_len:
-            raise ValueError(f"packed target rows of {tgt_ids.shape[1]} tokens exceed max_len={self.config.max_len}")
+            raise InputError(f"packed target rows of {tgt_ids.shape[1]} tokens exceed max_len={self.config.max_len}")
         start = caches[0].length if caches else 0
         if inputs_embeds is not None:
             _, tgt_padding_mask, inputs_embeds = fit_length(self.config, inputs_embeds[..., 0], tgt_padding_mask,
@@ -99,7 +100,7 @@ class EncoderDecoder(nn.Module):
             memory = self.encode(src_ids, src_padding_mask, positions=packed.memory_positions,
                                  documents=packed.memory_documents)
             if memory.shape[1] < src_ids.shape[1]:
-                raise ValueError(f"packed source rows of {src_ids.shape[1]} tokens exceed max_len={self.config.max_len}")
+                raise InputError(f"packed source rows of {src_ids.shape[1]} tokens exceed max_len={self.config.max_len}")
             return self.decode(tgt_in, memory, src_padding_mask, tgt_padding_mask, packed=packed)
         memory = self.encode(src_ids, src_padding_mask)
         if src_padding_mask is not None and src_padding_mask.shape[1] > memory.shape[1]:

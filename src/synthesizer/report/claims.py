@@ -52,7 +52,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..attention.kinds import PAPER_PURE
+from ..attention.names import PAPER_PURE
 from ..data.generated import DIAGNOSTIC_CORPORA
 from .stats import DEFAULT_RESAMPLES, SEEDS_CAP, bootstrap_differences, per_example_of, seeds_to_decide, t_interval
 from .tables import Group, Row, Share, at_chance

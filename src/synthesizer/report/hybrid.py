@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from ..attention.kinds import LAYER_SEPARATOR, layer_parts
+from ..attention.names import LAYER_SEPARATOR, layer_parts
 from ..data.generated import DIAGNOSTIC_CORPORA
 from .render import Block
 from .results import failed

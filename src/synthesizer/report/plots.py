@@ -17,7 +17,8 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import PowerNorm  # noqa: E402
 from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
 
-from ..attention.kinds import PAPER_KINDS as DEFAULT_KINDS  # noqa: E402
+from ..attention.names import PAPER_KINDS as DEFAULT_KINDS  # noqa: E402
+from .layer_place import layer_place  # noqa: E402
 from .tables import Group, speed_unit  # noqa: E402
 
 DPI = 80
@@ -302,15 +303,6 @@ def plot_mixture_weights(group: Group, runs: list[dict], path: Path) -> Path | N
     axes[0][0].set_ylabel("mixture weight softmax(α)")
     fig.suptitle(f"{group.key}: mixture weights during training", fontsize=10)
     return _save(fig, path)
-
-
-def layer_place(name: str) -> tuple[str, int]:
-    """(stack, 0-based layer index) of a self-attention module's name: ``"decoder.1.attn"`` -> ("decoder", 1),
-    ``"blocks.0.attn"`` -> ("", 0) (a single stack: language model, classifier)."""
-    parts = name.split(".")
-    index = next((int(p) for p in parts if p.isdigit()), 0)
-    stack = next((p for p in parts if p in ("encoder", "decoder")), "")
-    return stack, index
 
 
 def plot_rate_sweep(valid_loss: dict[str, dict[str, float | None]], chosen: dict[str, float | None], title: str,

@@ -14,7 +14,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from .learning_facts import Learning
-from ..attention.kinds import PAPER_KINDS as DEFAULT_KINDS  # the rows' order: the paper's kinds first
+from ..attention.names import PAPER_KINDS as DEFAULT_KINDS  # the rows' order: the paper's kinds first
 from ..runs.files import group_key
 from .results import failed
 

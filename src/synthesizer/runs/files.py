@@ -24,6 +24,8 @@ import os
 import statistics
 from pathlib import Path
 
+from ..errors import InputError
+
 
 EXPERIMENT_FILE = "experiment.json"
 DATA_FILE = "data.json"
@@ -64,7 +66,7 @@ def is_hf_folder(path: str | os.PathLike) -> bool:
     try:
         data = json.loads(config.read_text()) if config.is_file() else None
     except ValueError as e:  # cut short by a copy, or not text at all
-        raise ValueError(f"{config}: config.json is not valid JSON ({e})") from None
+        raise InputError(f"{config}: config.json is not valid JSON ({e})") from None
     except OSError:
         return False
     return isinstance(data, dict) and data.get("model_type") == "synthesizer"
@@ -78,7 +80,7 @@ def check_outside_runs(option: str, out: str | os.PathLike) -> None:
     for folder in (out, *out.parents):
         if (folder / EXPERIMENT_FILE).is_file():
             where = "is the run folder" if folder == out else f"is inside the run folder {folder}"
-            raise ValueError(f"{option} {out} {where}, which other commands read; write to a folder of its own")
+            raise InputError(f"{option} {out} {where}, which other commands read; write to a folder of its own")
 
 
 def json_safe(value):
@@ -108,7 +110,7 @@ def read_json(path: Path) -> dict:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
+        raise InputError(f"{path}: not valid JSON ({e})") from None
 
 
 def write_labels(run_dir: Path, names: list[str]) -> None:

@@ -12,10 +12,12 @@ import fcntl
 import os
 from pathlib import Path
 
+from ..errors import InputError
+
 LOCK_NAME = ".lock"
 
 
-class FolderBusy(ValueError):
+class FolderBusy(InputError):
     """The folder is locked by another live process."""
 
 

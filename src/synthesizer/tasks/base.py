@@ -21,6 +21,7 @@ from ..data.batching import LengthBucketSampler
 from ..data.packing import pack_rows
 from ..data.records import Corpus, DataError
 from ..data.tokenizer import Tokenizer
+from ..errors import InputError
 from .config import ExperimentConfig
 
 
@@ -42,7 +43,7 @@ class Task:
         self.on_too_long = cfg.model.on_too_long
         self._per_example: dict[str, dict] = {}  # split -> the last ``metrics`` call's per-example statistics
         if cfg.batch.pack and not self.packs:
-            raise ValueError(f"batch.pack is not available for task {cfg.task!r}; it packs lm documents, translation, "
+            raise InputError(f"batch.pack is not available for task {cfg.task!r}; it packs lm documents, translation, "
                              "summarization, dialogue and classification examples")
 
     def model_fields(self) -> dict:

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from ..data.records import TASKS as DATA_TASKS
 from ..data.span_corruption import N_SENTINELS
-from ..errors import FieldError, path_component, positive_int
+from ..errors import FieldError, InputError, path_component, positive_int
 from ..models.config import ModelConfig, attention_text
 from ..training.loop import TrainConfig
 
@@ -76,32 +76,32 @@ class DataOptions:
         for name in ("corpus", "hub", "train", "valid", "test", "name", "path"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise ValueError(f"data.{name} must be a non-empty string, got {value!r}")
+                raise InputError(f"data.{name} must be a non-empty string, got {value!r}")
         if self.name is not None:  # the folder a comparison keeps the runs on this data in
             path_component("data.name", self.name)
         _positive("data", self, ("limit", "max_history", "max_words"))
         if self.corpora is not None and (not isinstance(self.corpora, list) or not self.corpora or not all(
                 isinstance(c, str) and c.strip() for c in self.corpora)):
-            raise ValueError(f"data.corpora must be a non-empty list of corpus names, got {self.corpora!r}")
+            raise InputError(f"data.corpora must be a non-empty list of corpus names, got {self.corpora!r}")
         files = self.data_files
         if files is not None and not isinstance(files, (str, list, dict)):
-            raise ValueError(f"data.data_files must be a file, a list of files or a mapping split -> file(s), got {files!r}")
+            raise InputError(f"data.data_files must be a file, a list of files or a mapping split -> file(s), got {files!r}")
         sources = [k for k in ("corpus", "corpora", "hub", "train") if getattr(self, k) is not None]
         if len(sources) != 1:
-            raise ValueError("config section 'data' needs exactly one of: corpus (a built-in corpus), hub (a hub "
+            raise InputError("config section 'data' needs exactly one of: corpus (a built-in corpus), hub (a hub "
                              "dataset), train/valid/test (local files) or corpora (pretraining: built-in corpora); "
                              f"got {', '.join(sources) or 'none'}")
         if self.train is not None:
             for split in ("valid", "test"):
                 if getattr(self, split) is None:
-                    raise ValueError(f"data.{split} is missing: local files need train, valid and test paths")
+                    raise InputError(f"data.{split} is missing: local files need train, valid and test paths")
         if not isinstance(self.columns, dict):
-            raise ValueError("data.columns must be a mapping such as {text_column: text}")
+            raise InputError("data.columns must be a mapping such as {text_column: text}")
         for key, value in self.columns.items():
             if key not in COLUMN_KEYS:
                 raise _unknown(key, "data.columns.", COLUMN_KEYS)
             if not isinstance(value, (str, int)) or isinstance(value, bool):
-                raise ValueError(f"data.columns.{key} must be a column name or index, got {value!r}")
+                raise InputError(f"data.columns.{key} must be a column name or index, got {value!r}")
 
 
 @dataclass
@@ -113,7 +113,7 @@ class TokenizerOptions:
 
     def __post_init__(self) -> None:
         if not _is_int(self.vocab_size) or self.vocab_size < 262:
-            raise ValueError("tokenizer.vocab_size must be an integer >= 262 (6 special tokens + 256 bytes), "
+            raise InputError("tokenizer.vocab_size must be an integer >= 262 (6 special tokens + 256 bytes), "
                              f"got {self.vocab_size!r}")
         _positive("tokenizer", self, ("min_frequency",))
 
@@ -141,15 +141,15 @@ class BatchOptions:
     def __post_init__(self) -> None:
         _positive("batch", self, tuple(f.name for f in dataclasses.fields(self) if f.name != "pack"))
         if not isinstance(self.pack, bool):
-            raise ValueError(f"batch.pack must be true or false, got {self.pack!r}")
+            raise InputError(f"batch.pack must be true or false, got {self.pack!r}")
 
     def check_lengths(self, model_max_len: int) -> None:
         for key in ("block_size", "max_src_len", "max_len"):
             value = getattr(self, key)
             if value is not None and value > model_max_len:
-                raise ValueError(f"batch.{key}={value!r} must be an integer in [1, model.max_len={model_max_len}]")
+                raise InputError(f"batch.{key}={value!r} must be an integer in [1, model.max_len={model_max_len}]")
         if self.max_tgt_len is not None and self.max_tgt_len > model_max_len - 1:
-            raise ValueError(f"batch.max_tgt_len={self.max_tgt_len!r} must be an integer in [1, model.max_len - 1 = "
+            raise InputError(f"batch.max_tgt_len={self.max_tgt_len!r} must be an integer in [1, model.max_len - 1 = "
                              f"{model_max_len - 1}] (the decoder input also holds the start token)")
 
 
@@ -176,17 +176,17 @@ class EvalOptions:
         _positive("eval", self, ("beam_size", "max_eval_examples", "max_new_tokens", "batch_size"))
         lp = self.length_penalty
         if lp is not None and (isinstance(lp, bool) or not isinstance(lp, (int, float)) or not lp >= 0):
-            raise ValueError(f"eval.length_penalty must be a number >= 0, got {lp!r}")
+            raise InputError(f"eval.length_penalty must be a number >= 0, got {lp!r}")
 
     def check_metric(self, task: str) -> None:
         """ValueError unless ``metric`` is unset or one the ``task`` can be judged by."""
         if self.metric is None:
             return
         if task not in SEQ2SEQ_METRICS:
-            raise ValueError(f"eval.metric is for translation, summarization and dialogue; task {task!r} is judged "
+            raise InputError(f"eval.metric is for translation, summarization and dialogue; task {task!r} is judged "
                              f"by its own metric")
         if self.metric not in SEQ2SEQ_METRICS[task]:
-            raise ValueError(f"eval.metric must be one of {', '.join(SEQ2SEQ_METRICS[task])} for task {task!r}, "
+            raise InputError(f"eval.metric must be one of {', '.join(SEQ2SEQ_METRICS[task])} for task {task!r}, "
                              f"got {self.metric!r}")
 
 
@@ -236,7 +236,7 @@ class Section(Mapping):
         if key not in self._keys:
             raise AttributeError(f"config section {self._name!r} has no key {key!r}; keys: {', '.join(self._keys)}")
         if key in self._required and key not in self._given:
-            raise ValueError(f"{self._name}.{key} is required")
+            raise InputError(f"{self._name}.{key} is required")
         return getattr(self._typed, key)
 
     def resolved(self) -> dict:
@@ -270,7 +270,7 @@ _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 def _unknown(key: str, where: str, allowed: tuple[str, ...]) -> ValueError:
     close = difflib.get_close_matches(str(key), allowed, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return ValueError(f"unknown config key {where}{key!r}{hint}; allowed keys: {', '.join(allowed)}")
+    return InputError(f"unknown config key {where}{key!r}{hint}; allowed keys: {', '.join(allowed)}")
 
 
 def _numbers(value: Any) -> Any:
@@ -313,13 +313,13 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}; allowed: {', '.join(TASKS)}")
+            raise InputError(f"unknown task {self.task!r}; allowed: {', '.join(TASKS)}")
         for name, allowed in SECTIONS.items():
             section = getattr(self, name)
             if section is None:
                 section = {}
             if not isinstance(section, Mapping):
-                raise ValueError(f"config section {name!r} must be a mapping, got {type(section).__name__}")
+                raise InputError(f"config section {name!r} must be a mapping, got {type(section).__name__}")
             for key in section:
                 if key not in allowed:
                     raise _unknown(key, f"{name}.", allowed)
@@ -330,12 +330,12 @@ class ExperimentConfig:
                 section = {k: v for k, v in section.items() if v is not None or k not in DATA_SOURCES}
             setattr(self, name, section)
         if not _is_int(self.seed):
-            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+            raise InputError(f"seed must be an integer, got {self.seed!r}")
         if self.init_from is not None:
             if not isinstance(self.init_from, str) or not self.init_from.strip():
-                raise ValueError(f"init_from must be the folder of a pretraining run, got {self.init_from!r}")
+                raise InputError(f"init_from must be the folder of a pretraining run, got {self.init_from!r}")
             if self.task not in INIT_FROM_TASKS:
-                raise ValueError(f"init_from is for the tasks {', '.join(INIT_FROM_TASKS)}, not {self.task!r}")
+                raise InputError(f"init_from is for the tasks {', '.join(INIT_FROM_TASKS)}, not {self.task!r}")
         self._check_values()
 
     # ------------------------------------------------------------------ checks
@@ -344,14 +344,14 @@ class ExperimentConfig:
         here, before any data is read or any run folder is written; each section keeps its dataclass."""
         data = DataOptions(**self.data)
         if data.corpora is not None and self.task != PRETRAIN:
-            raise ValueError(f"data.corpora (a list of corpora) is for task 'pretrain' only; give data.corpus for "
+            raise InputError(f"data.corpora (a list of corpora) is for task 'pretrain' only; give data.corpus for "
                              f"task {self.task!r}")
         if data.corpus is not None and self.task == PRETRAIN:
-            raise ValueError(f"task 'pretrain' reads data.corpora, a list of built-in corpora (e.g. [{data.corpus}]), "
+            raise InputError(f"task 'pretrain' reads data.corpora, a list of built-in corpora (e.g. [{data.corpus}]), "
                              "not data.corpus")
         tokenizer = TokenizerOptions(**self.tokenizer)
         if self.task == PRETRAIN and tokenizer.vocab_size < 262 + N_SENTINELS:
-            raise ValueError(f"tokenizer.vocab_size must be an integer >= {262 + N_SENTINELS} for pretraining "
+            raise InputError(f"tokenizer.vocab_size must be an integer >= {262 + N_SENTINELS} for pretraining "
                              f"(6 special tokens + {N_SENTINELS} sentinels + 256 bytes), got {tokenizer.vocab_size!r}")
         evaluation = EvalOptions(**self.eval)
         evaluation.check_metric(self.task)
@@ -389,7 +389,7 @@ class ExperimentConfig:
     @classmethod
     def from_dict(cls, data: dict, overrides: list[str] | None = None) -> "ExperimentConfig":
         if not isinstance(data, dict):
-            raise ValueError(f"an experiment config must be a mapping, got {type(data).__name__}")
+            raise InputError(f"an experiment config must be a mapping, got {type(data).__name__}")
         data = copy.deepcopy(data)
         for item in overrides or []:
             apply_override(data, item)
@@ -397,19 +397,22 @@ class ExperimentConfig:
             if key not in TOP_KEYS:
                 raise _unknown(key, "", TOP_KEYS)
         if "task" not in data or "data" not in data:
-            raise ValueError("an experiment config needs 'task' and 'data'")
+            raise InputError("an experiment config needs 'task' and 'data'")
         return cls(**data)
 
     @classmethod
     def from_file(cls, path: str | Path, overrides: list[str] | None = None) -> "ExperimentConfig":
         """Load a YAML or JSON file (or a shipped config by name) and apply ``a.b=value`` overrides."""
         path = resolve_config(path)
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:  # a ValueError, but not the project's: said here as bad input
+            raise InputError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
         if path.suffix == ".json":
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+                raise InputError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
         else:
             import yaml
 
@@ -418,11 +421,11 @@ class ExperimentConfig:
             except yaml.YAMLError as e:
                 mark = getattr(e, "problem_mark", None)
                 where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-                raise ValueError(f"{where}: invalid YAML: {getattr(e, 'problem', None) or e}") from None
+                raise InputError(f"{where}: invalid YAML: {getattr(e, 'problem', None) or e}") from None
         try:
             return cls.from_dict(data or {}, overrides)
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+        except InputError as e:
+            raise InputError(f"{path}: {e}") from None
 
     def to_dict(self) -> dict:
         """The config as written (sections hold only the keys given): what a run folder keeps."""
@@ -473,24 +476,24 @@ def _in_section(section: str, build: Callable[[], Any]) -> Any:
         return build()
     except FieldError as e:
         raise e.within(section) from None
-    except ValueError as e:
-        raise ValueError(f"{section}: {e}") from None
+    except InputError as e:
+        raise InputError(f"{section}: {e}") from None
 
 
 def apply_override(data: dict, item: str) -> None:
     """Set ``data[a][b] = value`` for ``item = "a.b=value"`` (keys are checked later)."""
     if "=" not in item:
-        raise ValueError(f"override {item!r} must look like key.sub=value")
+        raise InputError(f"override {item!r} must look like key.sub=value")
     key, text = item.split("=", 1)
     parts = [p for p in key.strip().split(".")]
     if not all(parts):
-        raise ValueError(f"override {item!r}: empty key part")
+        raise InputError(f"override {item!r}: empty key part")
     node = data
     for i, part in enumerate(parts[:-1]):
         if part not in node or node[part] is None:
             node[part] = {}
         if not isinstance(node[part], dict):
-            raise ValueError(f"override {item!r}: {'.'.join(parts[: i + 1])} is not a section")
+            raise InputError(f"override {item!r}: {'.'.join(parts[: i + 1])} is not a section")
         node = node[part]
     node[parts[-1]] = parse_value(text)
 
@@ -516,5 +519,5 @@ def resolve_config(name_or_path: str | Path) -> Path:
     shipped = shipped_configs()
     if str(name_or_path) in shipped:
         return shipped[str(name_or_path)]
-    raise ValueError(f"config {str(name_or_path)!r}: no such file and no shipped config of that name; "
+    raise InputError(f"config {str(name_or_path)!r}: no such file and no shipped config of that name; "
                      f"shipped configs: {', '.join(shipped)}")

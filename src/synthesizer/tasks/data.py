@@ -8,6 +8,7 @@ from ..data.hub import load_hub
 from ..data.pretraining import pretraining_corpus, text_corpus
 from ..data.records import SEQ2SEQ_TASKS, Corpus, DataError
 from ..data.sources import load_corpus, load_files
+from ..errors import InputError
 from .answer_lm import AnswerLMTask
 from .base import Task
 from .classification import ClassificationTask
@@ -35,7 +36,7 @@ def load_data(cfg: ExperimentConfig) -> Corpus:
     d = cfg.data
     max_words = d.max_words
     if max_words is not None and (cfg.task == PRETRAIN or cfg.task == "lm"):
-        raise ValueError(f"data.max_words keeps the short examples of an example corpus; a {cfg.task!r} run reads "
+        raise InputError(f"data.max_words keeps the short examples of an example corpus; a {cfg.task!r} run reads "
                          "documents, which it would drop whole: leave it out")
     # the length filter first, then the limit: data.limit examples of the short ones
     common = {"limit": None if max_words else d.limit}
@@ -53,7 +54,7 @@ def load_data(cfg: ExperimentConfig) -> Corpus:
     if cfg.task == PRETRAIN:
         corpus = text_corpus(corpus)
     elif corpus.task != cfg.task and not {corpus.task, cfg.task} <= {"translation", "summarization", "dialogue"}:
-        raise ValueError(f"data {corpus.name!r} is a {corpus.task} corpus but task is {cfg.task!r}")
+        raise InputError(f"data {corpus.name!r} is a {corpus.task} corpus but task is {cfg.task!r}")
     if max_words:
         corpus = corpus.max_words(max_words).limit(d.limit)
     for split in ("train", "valid", "test"):

@@ -19,6 +19,7 @@ from ..attention.kinds import Kind
 from ..attention.positions import BIAS_SCHEMES
 from ..data.records import Corpus
 from ..data.tokenizer import Tokenizer
+from ..errors import InputError
 from ..models import Classifier, ModelConfig, build_model
 from ..models.blocks import set_packed
 from ..models.config import parse_attention
@@ -50,7 +51,7 @@ def check_kind_options(cfg: ExperimentConfig) -> None:
     if cfg.batch.pack:
         for kind in parse_attention(cfg.model.attention):
             if not takes_packed(kind):
-                raise ValueError(f"batch.pack: the {str(kind)!r} mixer cannot take packed rows (it would mix tokens "
+                raise InputError(f"batch.pack: the {str(kind)!r} mixer cannot take packed rows (it would mix tokens "
                                  "across documents); train it without batch.pack")
     options = cfg.model.attention_options or {}
     if "impl" not in options:
@@ -60,8 +61,8 @@ def check_kind_options(cfg: ExperimentConfig) -> None:
             biased = "vanilla" in kind and cfg.model.positions in BIAS_SCHEMES
             try:
                 check_impl(kind, options["impl"], extra_bias=biased)
-            except ValueError as e:
-                raise ValueError(f"model.attention_options.{e}") from None
+            except InputError as e:
+                raise InputError(f"model.attention_options.{e}") from None
 
 
 def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = False, progress: bool = True) -> dict:
@@ -73,7 +74,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = Fa
     with ``diverged_step`` and the metrics of the best checkpoint before it (if any).
     """
     if "max_steps" not in cfg.train:
-        raise ValueError("train.max_steps is required (the number of optimizer updates)")
+        raise InputError("train.max_steps is required (the number of optimizer updates)")
     check_kind_options(cfg)
     pretrained = pretrained_run(cfg) if cfg.init_from is not None else None  # refused before any folder is made
     info = dist.init_distributed()
@@ -136,7 +137,7 @@ class Run:
         model = build_model(task.family, model_cfg)
         if source is not None:
             if not isinstance(model, Classifier):
-                raise ValueError(f"init_from: a {self.cfg.task!r} model has no encoder to load")
+                raise InputError(f"init_from: a {self.cfg.task!r} model has no encoder to load")
             model.load_encoder(source)  # a resumed run then loads its own checkpoint over it
         if self.cfg.batch.pack:
             set_packed(model)  # the layers' path then names what a packed batch runs

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from ..data.batching import lm_blocks
 from ..data.packing import document_pieces, packed_tensors
 from ..data.records import DataError
+from ..errors import InputError
 from ..training.losses import sequence_cross_entropy
 from .base import Task, packed_batches, shuffled_batches, skip_batches, split_of
 from .metrics import bits_per_token, perplexity, unigram_nll
@@ -33,7 +34,7 @@ class LMTask(Task):
         super().__init__(*args, **kwargs)
         self.block_size = self.cfg.batch.block_size or min(self.max_len, 256)
         if self.block_size > self.max_len:
-            raise ValueError(f"batch.block_size={self.block_size} exceeds model.max_len={self.max_len}")
+            raise InputError(f"batch.block_size={self.block_size} exceeds model.max_len={self.max_len}")
         self.blocks_per_batch = max(1, self.max_tokens // self.block_size)
         self._blocks: dict[str, Tensor] = {}
         self._train_ids: list[list[int]] | None = None
@@ -47,7 +48,7 @@ class LMTask(Task):
                 self._train_ids = ids
             try:
                 self._blocks[split] = lm_blocks(ids, self.block_size, self.tok.eos_id)
-            except ValueError as e:
+            except InputError as e:
                 raise DataError(f"{self.corpus.name} split {split!r} ({self.corpus.origin}): {e}") from None
         return self._blocks[split]
 

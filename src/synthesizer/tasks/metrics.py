@@ -12,6 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import InputError
+
 
 # ----------------------------------------------------------------------------- language modelling
 
@@ -46,7 +48,7 @@ def _check_pairs(hyps: Sequence[str], refs: Sequence[str]) -> None:
     if len(hyps) != len(refs):
         raise ValueError(f"got {len(hyps)} hypotheses but {len(refs)} references")
     if not hyps:
-        raise ValueError("no hypotheses to score")
+        raise InputError("no hypotheses to score")
 
 
 def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> float:
@@ -107,7 +109,7 @@ def _labels(preds: Sequence[int], labels: Sequence[int]) -> tuple[np.ndarray, np
     if p.shape != y.shape or p.ndim != 1:
         raise ValueError(f"preds and labels must be 1-D of the same length, got {p.shape} and {y.shape}")
     if p.size == 0:
-        raise ValueError("no predictions to score")
+        raise InputError("no predictions to score")
     return p, y
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 
 from ..data.span_corruption import sentinel_tokens, span_corrupt
+from ..errors import InputError
 from .base import Task, bucket_sampler, skip_batches, split_of
 from .metrics import perplexity
 from .seq2seq import Seq2SeqTask
@@ -35,7 +36,7 @@ class PretrainTask(Seq2SeqTask):
         self.label_smoothing = self.cfg.label_smoothing
         self.sentinels = self.tok.special_ids(sentinel_tokens())
         if not self.sentinels:
-            raise ValueError("pretraining needs a tokenizer with span-corruption sentinels (<extra_id_0> ...)")
+            raise InputError("pretraining needs a tokenizer with span-corruption sentinels (<extra_id_0> ...)")
         self._chunks: dict[str, list[list[int]]] = {}
         self._data: dict[str, tuple[list[list[int]], list[list[int]]]] = {}
         self._sampler = None
@@ -59,7 +60,7 @@ class PretrainTask(Seq2SeqTask):
         rng = random.Random(f"span-corruption:{self.cfg.seed}:{split}:{epoch}:{i}")
         src, tgt = span_corrupt(ids, self.sentinels, rng)
         if len(tgt) > self.max_tgt:
-            raise ValueError(f"a span-corrupted target of {len(tgt)} tokens does not fit model.max_len="
+            raise InputError(f"a span-corrupted target of {len(tgt)} tokens does not fit model.max_len="
                              f"{self.max_len}; lower batch.block_size (now {self.chunk})")
         return src, tgt
 

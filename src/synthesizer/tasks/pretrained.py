@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from ..data.records import DataError
+from ..errors import InputError
 from ..models import EncoderDecoder, ModelConfig
 from ..models.config import attention_text
 from ..runs.files import CONFIG_NAME, EXPERIMENT_FILE, STATE_NAME
@@ -54,7 +55,7 @@ def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
         raise DataError(f"{where}: not a run folder (no experiment.json); give the --out folder of a pretraining run")
     source = load_config(run_dir)
     if task_class(source).family != "seq2seq":
-        raise ValueError(f"{where}: a {source.task!r} run has no encoder-decoder to start from; give a pretraining "
+        raise InputError(f"{where}: a {source.task!r} run has no encoder-decoder to start from; give a pretraining "
                          f"run (task {PRETRAIN!r})")
     try:
         checkpoint = finished_checkpoint(run_dir)
@@ -65,15 +66,15 @@ def pretrained_run(cfg: ExperimentConfig) -> Pretrained:
     model = ModelConfig.from_dict(json.loads((checkpoint / CONFIG_NAME).read_text()))
     pretrained_kind, kind = attention_text(model.attention), cfg.attention
     if pretrained_kind != kind:
-        raise ValueError(f"{where}: pretrained with attention {pretrained_kind!r}, but model.attention is {kind!r}; "
+        raise InputError(f"{where}: pretrained with attention {pretrained_kind!r}, but model.attention is {kind!r}; "
                          "fine-tune with the attention it was pretrained with")
     mine = ModelConfig(vocab_size=model.vocab_size, **{k: v for k, v in cfg.model.items() if k != "attention"},
                        attention=model.attention)
     differ = [f"model.{k.replace('encoder_layers', 'n_layers').replace('ffn_size', 'd_ff')}={getattr(mine, k)!r} "
               f"(pretrained: {getattr(model, k)!r})" for k in ENCODER_FIELDS if getattr(mine, k) != getattr(model, k)]
     if differ:
-        raise ValueError(f"{where}: the encoder does not fit: {', '.join(differ)}; use the pretrained sizes")
+        raise InputError(f"{where}: the encoder does not fit: {', '.join(differ)}; use the pretrained sizes")
     if mine.max_len > model.max_len:
-        raise ValueError(f"{where}: model.max_len={mine.max_len} is longer than the pretrained model's "
+        raise InputError(f"{where}: model.max_len={mine.max_len} is longer than the pretrained model's "
                          f"{model.max_len}; set model.max_len to at most {model.max_len}")
     return Pretrained(run_dir, checkpoint, model, source)

@@ -24,6 +24,7 @@ from ..data.provenance import data_differences, data_provenance, file_hash, toke
 from ..data.records import Corpus
 from ..data.span_corruption import sentinel_tokens
 from ..data.tokenizer import FILENAME as TOKENIZER_FILE, Tokenizer
+from ..errors import InputError
 from ..runs.code import code_provenance
 from ..runs.files import (DATA_FILE, EXPERIMENT_FILE, LAST, LINKS, RESULT_FILE, STEP_PREFIX, TOKENIZER_DIR, read_json,
                           write_json)
@@ -75,12 +76,12 @@ class RunFolder:
         out_dir = self.path
         finished = (out_dir / RESULT_FILE).exists()  # finished is what result.json says, whatever links are left
         if not resume and (finished or holds_checkpoint(out_dir)):
-            raise ValueError(f"{out_dir} already holds a {'finished' if finished else 'trained'} run; pass resume "
+            raise InputError(f"{out_dir} already holds a {'finished' if finished else 'trained'} run; pass resume "
                              "(--resume) to continue it, or choose another output folder (--out)")
         if not resume:
             return
         if finished and not (out_dir / LAST).exists():
-            raise ValueError(f"{out_dir} holds a finished run ({RESULT_FILE}) whose checkpoints are gone (no {LAST}): "
+            raise InputError(f"{out_dir} holds a finished run ({RESULT_FILE}) whose checkpoints are gone (no {LAST}): "
                              "there is nothing to resume, and training it again would overwrite its result; choose "
                              "another output folder (--out)")
         differ = []
@@ -99,7 +100,7 @@ class RunFolder:
             if expected and token_file.is_file() and file_hash(token_file) != expected:
                 differ.append(f"the tokenizer file {token_file} (changed since the run started)")
         if differ:
-            raise ValueError(f"cannot resume {out_dir}: it holds a different run: {'; '.join(differ)}; only "
+            raise InputError(f"cannot resume {out_dir}: it holds a different run: {'; '.join(differ)}; only "
                              f"{', '.join(RESUMABLE)} may change on resume; choose another output folder (--out)")
 
     def open(self, cfg: ExperimentConfig, corpus: Corpus, resume: bool) -> dict:

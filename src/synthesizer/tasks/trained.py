@@ -10,6 +10,7 @@ from torch import nn
 
 from ..data.records import DataError
 from ..data.tokenizer import Tokenizer
+from ..errors import InputError
 from ..models import ModelConfig, build_model
 from ..runs.files import BEST, CONFIG_NAME, EXPERIMENT_FILE, LAST, TOKENIZER_DIR, json_safe, read_json
 from ..training.checkpoint import CheckpointError, corrupt, finished_checkpoint, load_model_weights
@@ -57,7 +58,7 @@ def _load_checkpoint_model(checkpoint: Path, cfg: ExperimentConfig) -> nn.Module
 def evaluate_run(run_dir: str | Path, split: str = "test", which: str = BEST) -> dict:
     """Metrics of a trained run's checkpoint on ``split`` (``valid`` or ``test``), recomputed from the data."""
     if split not in ("valid", "test"):
-        raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
+        raise InputError(f"split must be 'valid' or 'test', got {split!r}")
     model, tokenizer, cfg = load_trained(run_dir, which)
     return evaluate_model(model, tokenizer, cfg, split)
 
@@ -65,6 +66,6 @@ def evaluate_run(run_dir: str | Path, split: str = "test", which: str = BEST) ->
 def evaluate_model(model: nn.Module, tokenizer: Tokenizer, cfg: ExperimentConfig, split: str = "test") -> dict:
     """Metrics of ``model`` on ``split`` (``valid`` or ``test``) of the data ``cfg`` names (NaN/inf as None)."""
     if split not in ("valid", "test"):
-        raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
+        raise InputError(f"split must be 'valid' or 'test', got {split!r}")
     task = task_class(cfg)(cfg, load_data(cfg), tokenizer)
     return json_safe(task.metrics(model, split))

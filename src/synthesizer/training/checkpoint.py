@@ -34,6 +34,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..errors import InputError
 from ..runs.files import (BEST, CONFIG_NAME, EXPERIMENT_FILE, LAST, LINKS, PREVIOUS, STATE_NAME, STEP_PREFIX,
                           TOKENIZER_DIR, WEIGHTS_NAME)
 from .distributed import unwrap_model
@@ -46,7 +47,7 @@ WEIGHTS_REVISION = 2
 TokenizerSaver = Callable[[Path], None]
 
 
-class CheckpointError(ValueError):
+class CheckpointError(InputError):
     """A checkpoint file that cannot be read (truncated, corrupt) or written (disk full); one line naming it."""
 
 
@@ -135,7 +136,7 @@ def _save_tokenizer(tokenizer: str | os.PathLike | TokenizerSaver, folder: Path)
         target.mkdir()
         shutil.copy2(source, target / source.name)
     else:
-        raise ValueError(f"tokenizer path {str(source)!r} does not exist; give a file, a folder or a callable")
+        raise InputError(f"tokenizer path {str(source)!r} does not exist; give a file, a folder or a callable")
 
 
 def _free_name(directory: Path, step: int) -> str:
@@ -318,11 +319,11 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     load_model_weights(folder / WEIGHTS_NAME, model)
     if optimizer is not None:
         if state["optimizer"] is None:
-            raise ValueError(f"checkpoint {str(folder)!r} has no optimizer state")
+            raise InputError(f"checkpoint {str(folder)!r} has no optimizer state")
         optimizer.load_state_dict(state["optimizer"])
     if scheduler is not None:
         if state["scheduler"] is None:
-            raise ValueError(f"checkpoint {str(folder)!r} has no scheduler state")
+            raise InputError(f"checkpoint {str(folder)!r} has no scheduler state")
         scheduler.load_state_dict(state["scheduler"])
     if restore_rng:
         rngs = state["rng"]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import InputError
+
 BACKEND = "inductor"
 
 
@@ -28,7 +30,7 @@ def check_backend(device: torch.device | str) -> None:
         reason = lines[0] if lines else type(e).__name__
         hint = "install a C++ compiler (g++ or clang++)" if torch.device(device).type == "cpu" else \
             "install Triton for this CUDA build of torch"
-        raise ValueError(f"train.compile: torch.compile's {BACKEND} backend does not work on this machine "
+        raise InputError(f"train.compile: torch.compile's {BACKEND} backend does not work on this machine "
                          f"({type(e).__name__}: {reason[:200]}); {hint}, or set train.compile=false") from None
 
 

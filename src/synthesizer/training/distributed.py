@@ -15,6 +15,8 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
+from ..errors import InputError
+
 T = TypeVar("T")
 
 
@@ -33,7 +35,7 @@ def _env_int(name: str, default: int) -> int:
     try:
         return int(value)
     except ValueError:
-        raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
+        raise InputError(f"environment variable {name}={value!r} is not an integer") from None
 
 
 def init_distributed(device: str | torch.device | None = None) -> DistInfo:
@@ -107,7 +109,8 @@ def on_main(fn: Callable[[], T]) -> T:
     """Run ``fn`` on rank 0 only and hand its result to every rank.
 
     For what only rank 0 may do (take the run folder's lock, read and write its files): a
-    ``ValueError`` raised there is raised on every rank, so none is left waiting in a collective.
+    ``ValueError`` raised there is raised on every rank, so none is left waiting in a collective; the
+    other ranks raise an ``InputError`` for bad input, a ``RuntimeError`` naming rank 0's for a bug.
     """
     value, error = None, None
     if is_main():
@@ -121,7 +124,8 @@ def on_main(fn: Callable[[], T]) -> T:
         value, failure = shared[0]
         if failure is not None and error is None:
             kind, message = failure
-            error = kind(message) if issubclass(kind, ValueError) else ValueError(message)
+            error = InputError(message) if issubclass(kind, InputError) else RuntimeError(f"rank 0: {kind.__name__}: "
+                                                                                       f"{message}")
     if error is not None:
         raise error
     return value

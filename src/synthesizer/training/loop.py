@@ -42,7 +42,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from ..errors import FieldError, os_error_line, positive_int
+from ..errors import FieldError, InputError, os_error_line, positive_int
 from ..runs.files import LAST
 from . import distributed as dist_utils
 from .checkpoint import (CheckpointError, TokenizerSaver, capture_rng_state, intact_checkpoints, load_checkpoint,
@@ -265,7 +265,7 @@ class Trainer:
                 batch = next(self._batches)
             except StopIteration:
                 if self.batch_in_epoch == 0:
-                    raise ValueError(f"train_batches(epoch={self.epoch}, skip=0) yielded no batches") from None
+                    raise InputError(f"train_batches(epoch={self.epoch}, skip=0) yielded no batches") from None
                 self.epoch, self.batch_in_epoch, self._batches = self.epoch + 1, 0, None
                 continue
             self.batch_in_epoch += 1
@@ -308,7 +308,7 @@ class Trainer:
         stats = dist_utils.all_reduce_sum(torch.cat([loss_sum.view(1), n_tokens.view(1), votes]))
         global_loss, global_tokens, signal_votes, time_votes = stats.tolist()
         if global_tokens <= 0:
-            raise ValueError(f"step {self.step + 1}: the global batch has no tokens (step_fn returned n_tokens=0)")
+            raise InputError(f"step {self.step + 1}: the global batch has no tokens (step_fn returned n_tokens=0)")
         # every rank sees the same global loss, so all stop together; raised before the update is applied
         self._watch_divergence(global_loss / global_tokens)
         # DDP averaged the per-rank sums; turn that into the sum over the global batch / its tokens
@@ -356,7 +356,7 @@ class Trainer:
         if cfg.stop_metric is None or cfg.stop_at is None or not metrics:
             return False
         if cfg.stop_metric not in metrics:
-            raise ValueError(f"stop_metric {cfg.stop_metric!r} is not among the evaluation metrics: "
+            raise InputError(f"stop_metric {cfg.stop_metric!r} is not among the evaluation metrics: "
                              f"{', '.join(sorted(metrics))}")
         value = metrics[cfg.stop_metric]
         return value >= cfg.stop_at if cfg.stop_mode == "max" else value <= cfg.stop_at
@@ -379,7 +379,7 @@ class Trainer:
         if name is None or not metrics:
             return False
         if name not in metrics:
-            raise ValueError(f"best_metric {name!r} is not among the evaluation metrics: {', '.join(sorted(metrics))}")
+            raise InputError(f"best_metric {name!r} is not among the evaluation metrics: {', '.join(sorted(metrics))}")
         value = float(metrics[name])
         if math.isnan(value):
             return False
@@ -497,7 +497,7 @@ class Trainer:
         main = dist_utils.is_main()
         if self.out_dir is not None:
             if not resume and (self.out_dir / LAST).exists():  # checked on every rank: none may hang
-                raise ValueError(f"{str(self.out_dir)!r} already holds a checkpoint; pass resume=True to "
+                raise InputError(f"{str(self.out_dir)!r} already holds a checkpoint; pass resume=True to "
                                  "continue it, or choose another out_dir")
             self.out_dir.mkdir(parents=True, exist_ok=True)
         dist_utils.barrier()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..errors import InputError
+
 
 def sequence_cross_entropy(logits: Tensor, targets: Tensor, pad_id: int | None = None,
                            label_smoothing: float = 0.0) -> tuple[Tensor, Tensor]:
@@ -21,7 +23,7 @@ def sequence_cross_entropy(logits: Tensor, targets: Tensor, pad_id: int | None =
         raise ValueError(f"logits {tuple(logits.shape)} do not match targets {tuple(targets.shape)}: "
                          "expected logits shape = targets shape + (vocab,)")
     if not 0.0 <= label_smoothing < 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
+        raise InputError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
     flat_logits = logits.reshape(-1, logits.shape[-1]).float()  # fp32 log-softmax under autocast
     flat_targets = targets.reshape(-1)
     ignore = -100 if pad_id is None else pad_id

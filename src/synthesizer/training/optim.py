@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 
 SCHEDULES = ("inverse_sqrt", "cosine", "constant")
 FUSED_DEVICES = ("cpu", "cuda")  # where torch's fused AdamW runs
@@ -61,14 +61,14 @@ def build_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01,
     ``fused``: None picks the fused implementation where it runs (``fused_supported``); False the
     per-parameter loop."""
     if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr!r}")
+        raise InputError(f"lr must be > 0, got {lr!r}")
     if weight_decay < 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        raise InputError(f"weight_decay must be >= 0, got {weight_decay!r}")
     if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
-        raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
+        raise InputError(f"betas must be two numbers in [0, 1), got {betas!r}")
     groups = [g for g in param_groups(model, weight_decay) if g["params"]]
     if not groups:
-        raise ValueError("model has no trainable parameters")
+        raise InputError("model has no trainable parameters")
     if fused is None:
         fused = fused_supported([p for g in groups for p in g["params"]])
     return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps, fused=fused or None)
@@ -93,17 +93,17 @@ def lr_factor(step: int, warmup_steps: int, total_steps: int, kind: str = "inver
         span = max(total_steps - warmup_steps, 1)
         progress = min(max((t - warmup_steps) / span, 0.0), 1.0)
         return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-    raise ValueError(f"unknown schedule {kind!r}; allowed: {', '.join(SCHEDULES)}")
+    raise InputError(f"unknown schedule {kind!r}; allowed: {', '.join(SCHEDULES)}")
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int,
                     kind: str = "inverse_sqrt", min_ratio: float = 0.0) -> LambdaLR:
     """A ``LambdaLR`` applying :func:`lr_factor`; call ``scheduler.step()`` after each optimizer step."""
     if kind not in SCHEDULES:
-        raise ValueError(f"unknown schedule {kind!r}; allowed: {', '.join(SCHEDULES)}")
+        raise InputError(f"unknown schedule {kind!r}; allowed: {', '.join(SCHEDULES)}")
     if not isinstance(warmup_steps, int) or warmup_steps < 0:
-        raise ValueError(f"warmup_steps must be an integer >= 0, got {warmup_steps!r}")
+        raise InputError(f"warmup_steps must be an integer >= 0, got {warmup_steps!r}")
     positive_int("total_steps", total_steps)
     if not 0.0 <= min_ratio <= 1.0:
-        raise ValueError(f"min_ratio must be in [0, 1], got {min_ratio!r}")
+        raise InputError(f"min_ratio must be in [0, 1], got {min_ratio!r}")
     return LambdaLR(optimizer, lambda step: lr_factor(step, warmup_steps, total_steps, kind, min_ratio))

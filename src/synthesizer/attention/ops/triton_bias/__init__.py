@@ -27,6 +27,7 @@ from types import ModuleType
 import torch
 from torch import Tensor
 
+from ....errors import InputError
 from ....extras import install_command
 from ...forms import BIAS, FEATURES
 from ..scores import Scores, Terms, as_terms, bias_rows, kernel_dtype
@@ -190,9 +191,9 @@ def triton_bias_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | Terms 
     require()
     b, h, n, dq = q.shape
     if max(dq, v.shape[-1]) > MAX_WIDTH:
-        raise ValueError(f"the triton kernel takes at most {MAX_WIDTH} features per head, got q/k {dq}, v {v.shape[-1]}")
+        raise InputError(f"the triton kernel takes at most {MAX_WIDTH} features per head, got q/k {dq}, v {v.shape[-1]}")
     if q.device.type != "cuda" and not (q.device.type == "cpu" and interpreting()):
-        raise ValueError(f"the triton kernel runs on CUDA tensors (and on CPU ones only in triton's interpreter: "
+        raise InputError(f"the triton kernel runs on CUDA tensors (and on CPU ones only in triton's interpreter: "
                          f"TRITON_INTERPRET=1 set before triton is imported), not on {q.device.type}")
     dtype = kernel_dtype(v)
     if q_weight is not None:
