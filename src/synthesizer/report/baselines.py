@@ -23,6 +23,7 @@ from pathlib import Path
 
 from . import plots
 from ..runs.results import FILENAME, Results, failed
+from .analysis import analyse
 from .claims import evaluate_claims, verdict_label
 from .groups import build_groups
 from .render import Block, write_report
@@ -147,7 +148,7 @@ def _tuned_blocks(tuned: Results, metric: str, better: str, before: list[Results
             lead = statistics.fmean(vanilla.values()) - statistics.fmean(dense_vanilla.values())
             items.append(f"vanilla's gain over `none` (what its attention adds): {abs(gain):.4g}; dense+vanilla's "
                          f"lead over vanilla is {100 * lead / gain:+.0f}% of it ({better} {metric} is better)")
-    after = _labels(evaluate_claims(build_groups(tuned.runs, tuned.timings)))
+    after = _labels(analyse(tuned).verdicts)
     keys = {group_key(r["task"], r["data"]) for r in tuned.runs}
     blocks = [("h3", "(b) dense+vanilla against the strongest vanilla"), ("list", items),
               ("h3", "(c) The claims against the strongest tuned vanilla"),

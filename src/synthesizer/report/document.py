@@ -8,9 +8,9 @@ from pathlib import Path
 
 from . import plots
 from .lead import lead_blocks
+from .analysis import Analysis, analyse
 from .claims import (MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, USE_NOT_MEASURED, Verdict,
-                     attention_notes, evaluate_claims, verdict_label)
-from .groups import build_groups
+                     verdict_label)
 from .render import Block, write_report
 from ..runs.results import Results, data_fingerprint, describe_code
 from .hybrid import hybrid_blocks
@@ -206,14 +206,16 @@ def _claim_blocks(verdicts: list[Verdict], notes: list[str] = ()) -> list[Block]
     return blocks
 
 
-def build_report(results: Results, folder: str | Path) -> tuple[Path, Path]:
-    """Draw the plots and write report.md, report.html and results.json into ``folder``."""
+def build_report(results: Results, folder: str | Path, analysis: Analysis | None = None) -> tuple[Path, Path]:
+    """Draw the plots and write report.md, report.html and results.json into ``folder``; ``analysis``: the
+    results' :func:`analyse` (made here where not given)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    groups = build_groups(results.runs, results.timings)
+    analysis = analysis or analyse(results)
+    groups = analysis.groups
     blocks = _header(results) + lead_blocks(results, groups, folder, minutes)  # empty unless the preset has a lead
     pretraining = results.pretraining
-    for group in build_groups(pretraining):  # a pretrained preset's first step
+    for group in analysis.pretraining:  # a pretrained preset's first step
         runs = [r for r in pretraining if group_key(r["task"], r["data"]) == group.key]
         group_blocks = _group_blocks(group, runs, {}, group_label(group, results.labels), folder)
         group_blocks.insert(1, ("p", "Every kind and seed was pretrained once with this objective; each task below "
@@ -224,7 +226,7 @@ def build_report(results: Results, folder: str | Path) -> tuple[Path, Path]:
         blocks += _group_blocks(group, results.runs_of(group.key), results.attention.get(group.key, {}),
                                 group_label(group, results.labels), folder)
     blocks += hybrid_blocks(groups, results.runs, results.labels)  # [] without a kind per layer
-    blocks += _claim_blocks(evaluate_claims(groups), attention_notes(groups))
+    blocks += _claim_blocks(analysis.verdicts, analysis.notes)
     blocks += [("h2", "Raw data"),
                ("p", "`results.json` holds every run's raw record (config, test and validation metrics, curves, "
                      "mixture weights, parameters, timings) and the attention maps drawn above. Re-render or merge "

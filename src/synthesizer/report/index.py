@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..runs.results import FILENAME, Results
-from .claims import CLAIMS, evaluate_claims, verdict_label
-from .groups import build_groups
+from .analysis import analyse
+from .claims import CLAIMS, verdict_label
 
 BEGIN = "<!-- verdicts: generated from each folder's results.json by `synthesizer compare --index`; do not edit -->"
 END = "<!-- end of the generated verdicts -->"
@@ -42,8 +42,7 @@ def verdict_table(root: Path) -> str:
     for folder in judged_folders(root):
         results = Results.load(folder)
         columns.append(f"[{folder.name}]({folder.name}/report.md), {len(results.seeds)} seeds")
-        verdicts = evaluate_claims(build_groups(results.runs, results.timings))
-        cells.append({v.number: verdict_label(v) for v in verdicts})
+        cells.append({v.number: verdict_label(v) for v in analyse(results).verdicts})
     lines = ["| claim of the paper | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for claim in CLAIMS:
         lines.append(f"| {claim.number}. {SHORT[claim.number]} | " + " | ".join(c[claim.number] for c in cells) + " |")

@@ -30,9 +30,9 @@ from pathlib import Path
 from ..data.generated import DIAGNOSTIC_CORPORA
 from . import plots
 from ..runs.results import FILENAME, Results, failed
-from .claims import CLAIMS, NONE_KIND, evaluate_claims, verdict_label
+from .analysis import Analysis, analyse
+from .claims import CLAIMS, NONE_KIND, verdict_label
 from .document import minutes
-from .groups import build_groups
 from .render import Block, write_report
 from .tables import LEARNED_ACCURACY, Group, Share, fmt_metric, group_key, group_label
 from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, read_json
@@ -73,7 +73,8 @@ def is_scale_folder(root: str | Path) -> bool:
 
 
 class Study:
-    """The widths' results and their groups: ``groups[key][W]`` is task ``key``'s :class:`Group` at width W."""
+    """The widths' results and their analyses (``analyses[W]``, as width W's own report makes it) and groups:
+    ``groups[key][W]`` is task ``key``'s :class:`Group` at width W."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
@@ -90,10 +91,11 @@ class Study:
             raise ValueError(f"{root}: no {WIDTH_PREFIX}W/{FILENAME} folders, so no scale study to report")
         self.results = dict(sorted(self.results.items()))
         self.widths = list(self.results)
+        self.analyses: dict[int, Analysis] = {width: analyse(results) for width, results in self.results.items()}
         self.groups: dict[str, dict[int, Group]] = {}
         self.labels: dict[str, str] = {}
         for width, results in self.results.items():
-            for group in build_groups(results.runs, results.timings):
+            for group in self.analyses[width].groups:
                 self.groups.setdefault(group.key, {})[width] = group
             self.labels.update(results.labels)
 
@@ -323,8 +325,7 @@ def _claim_readings(study: Study) -> list[str]:
 
 
 def _claims_block(study: Study) -> list[Block]:
-    columns = {w: {v.number: verdict_label(v) for v in evaluate_claims(list(
-        g[w] for g in study.groups.values() if w in g))} for w in study.widths}
+    columns = {w: {v.number: verdict_label(v) for v in study.analyses[w].verdicts} for w in study.widths}
     rows = [[f"{claim.number}. {claim.claim}", *[columns[w].get(claim.number, "—") for w in study.widths]]
             for claim in CLAIMS]
     blocks: list[Block] = [
