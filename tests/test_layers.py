@@ -25,6 +25,9 @@ ROOT = "synthesizer"
 #     trained with, runs.lock a folder's lock: stdlib and errors only, low enough that
 #     the experiment runner (tasks) and the training loop (log.jsonl) write them; the rest of runs/ (the
 #     planned run) sits above tasks. runs/__init__ imports nothing, so importing runs.files runs no more.
+#   - runs.results is results.json (the one module that reads and writes it, checked by the field rules of
+#     runs.schema) and the run record types: below tasks, which produces the records, and above runs.files,
+#     whose atomic writer it uses; stdlib only, like the modules under it.
 #   - comparison plans and executes the runs (a process pool, or command lines for another scheduler) and
 #     then writes the report; report itself is pure (see test_the_report_trains_nothing).
 #   - errors (InputError, and one line per user error), extras (missing optional modules) and lazy (the
@@ -39,7 +42,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("synthesizer.training", "synthesizer.data"),
     ("synthesizer.models",),
     ("synthesizer.attention",),
-    ("synthesizer.runs.files", "synthesizer.runs.code", "synthesizer.runs.lock"),
+    ("synthesizer.runs.results",),  # results.json and the run records: tasks/ makes them, report/ and cli read them
+    ("synthesizer.runs.files", "synthesizer.runs.code", "synthesizer.runs.lock", "synthesizer.runs.schema"),
     ("synthesizer.errors",),  # InputError: raised by every layer, runs.files and runs.lock too
     ("synthesizer.extras", "synthesizer.lazy"),
 ]
@@ -228,6 +232,13 @@ def test_each_run_file_name_is_spelled_in_one_module():
         for name in RUN_FILES & string_literals(path):
             spelled[name].append(module)
     assert spelled == {name: [RUN_FILES_OWNER] for name in RUN_FILES}
+
+
+def test_results_json_is_named_in_one_module():
+    """results.json is read and written by runs.results alone (Results): any other module asks it for the fields,
+    so only that module spells the file's name."""
+    spelled = [module for module, (path, _) in module_files().items() if "results.json" in string_literals(path)]
+    assert spelled == ["synthesizer.runs.results"]
 
 
 @pytest.mark.parametrize("name", ["synthesizer.attention.ops.fused", "synthesizer.runs.files", "synthesizer"])

@@ -142,7 +142,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     require("safetensors")  # the first checkpoint is saved after training steps: fail now, not then
     from .tasks.config import ExperimentConfig, resolve_config
     from .tasks.experiment import check_kind_options, run_experiment
-    from .report.results import STOPPED, outcome
+    from .runs.results import STOPPED, outcome
     from .training import distributed
 
     if args.threads is not None:

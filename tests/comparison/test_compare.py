@@ -22,7 +22,7 @@ from synthesizer.comparison.main import main
 from synthesizer.comparison.pace import Pace
 from synthesizer.comparison.presets import PRESETS, SIZES, Preset, PresetTask, task_overrides
 from synthesizer.runs.code import code_provenance
-from synthesizer.report.results import load_results
+from synthesizer.runs.results import Results
 from synthesizer.runs.files import window_speed
 from synthesizer.tasks.config import ExperimentConfig
 
@@ -104,10 +104,10 @@ def test_compare_runs_every_kind_and_writes_the_report(tmp_path):
         assert (tmp_path / "runs" / "lm-sotu" / kind / "seed1" / "result.json").exists()
     assert any(re.match(r"\[1/6\] lm-sotu vanilla seed0: test perplexity 100", line) for line in lines)
     assert re.search(r"^random\+vanilla +98.50 ± 0.71", "\n".join(lines), re.M)  # the final table
-    saved = load_results(tmp_path)
-    assert len(saved["runs"]) == 6 and saved["presets"] == ["lm"]
-    assert saved["runs"][0]["train_tokens_per_s_median"] == 900.0  # median of the log windows
-    maps = saved["attention"]["lm-sotu"]
+    saved = Results.load(tmp_path)
+    assert len(saved.runs) == 6 and saved.presets == ["lm"]
+    assert saved.runs[0]["train_tokens_per_s_median"] == 900.0  # median of the log windows
+    maps = saved.attention["lm-sotu"]
     assert [m["source"] for m in maps["random"]][0].startswith("softmax(R)")
     assert maps["vanilla"][0]["source"] == "sample input" and len(maps["vanilla"]) == 2
     md = (tmp_path / "report.md").read_text()
@@ -121,18 +121,18 @@ def test_compare_runs_every_kind_and_writes_the_report(tmp_path):
 
 
 def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
     first, lines = FakeRunner(stop={"random"}), []
     with pytest.raises(KeyboardInterrupt):  # a run stopped by a signal stops the comparison: the command exits 130
         run_comparison("lm", "quick", out=tmp_path, run_fn=first, config_fn=config_fn, load_fn=load_fn,
                        log=lines.append, kinds=["vanilla", "random", "random+vanilla"], baselines=[], heatmaps=False)
     assert [c[0] for c in first.calls] == ["vanilla", "random"]  # stopped at the interrupted run
     assert any("interrupted" in line for line in lines) and not any("report:" in line for line in lines)
-    assert [r["attention"] for r in load_results(tmp_path)["runs"]] == ["vanilla"]  # what finished is saved
+    assert [r["attention"] for r in Results.load(tmp_path).runs] == ["vanilla"]  # what finished is saved
     second = FakeRunner()
     results, _ = run(tmp_path, second, heatmaps=False)
     assert [(c[0], c[2]) for c in second.calls] == [("random", True), ("random+vanilla", False)]
-    assert len(results["runs"]) == 3 and len(results["sessions"]) == 2
+    assert len(results.runs) == 3 and len(results.sessions) == 2
     third = FakeRunner()
     run(tmp_path, third, heatmaps=False)
     assert third.calls == []  # everything finished: nothing retrained
@@ -140,24 +140,24 @@ def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatc
 
 def test_a_comparison_resumes_from_its_results_json_alone(tmp_path, monkeypatch):
     # as on another machine: the run folders (checkpoints) are gone, the committed results.json is not
-    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
     with pytest.raises(KeyboardInterrupt):  # interrupted before the end-of-comparison maps
         run(tmp_path, FakeRunner(stop={"random+vanilla"}))
-    saved = load_results(tmp_path)
-    assert set(saved["attention"]["lm-sotu"]) == {"vanilla", "random"}  # taken as each run finished
+    saved = Results.load(tmp_path)
+    assert set(saved.attention["lm-sotu"]) == {"vanilla", "random"}  # taken as each run finished
     shutil.rmtree(tmp_path / "runs")
     runner = FakeRunner()
     results, lines = run(tmp_path, runner, seeds=2)
     assert sorted(runner.calls) == sorted([("random+vanilla", 0, False, 200)]
                                           + [(k, 1, False, 200) for k in ("vanilla", "random", "random+vanilla")])
     assert any("2 finished run(s) recorded in" in line and "kept, not retrained" in line for line in lines)
-    assert len(results["runs"]) == 6 and not any("error" in r for r in results["runs"])
-    assert {k: len(v) for k, v in results["attention"]["lm-sotu"].items()} == {
+    assert len(results.runs) == 6 and not any("error" in r for r in results.runs)
+    assert {k: len(v) for k, v in results.attention["lm-sotu"].items()} == {
         "vanilla": 2, "random": 2, "random+vanilla": 2}  # each kind's from its seed-0 run
 
 
 def test_a_finished_run_with_another_config_is_refused_not_mixed_in(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
     run(tmp_path, FakeRunner(), heatmaps=False, steps=5)
     with pytest.raises(ValueError, match=r"runs/lm-sotu/vanilla/seed0 finished with train.max_steps=5, but this "
                                          r"comparison trains train.max_steps=7; give the comparison a new --out"):
@@ -176,7 +176,7 @@ def test_finished_runs_of_an_older_synthesizer_are_refused_not_mixed_in(tmp_path
 
     from synthesizer.training import save_checkpoint
 
-    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
     run(tmp_path, FakeRunner(), heatmaps=False)
     run_dir = tmp_path / "runs/lm-sotu/random/seed0"
     file = save_checkpoint(run_dir, nn.Linear(2, 2), step=5, best=True) / "model.safetensors"
@@ -187,26 +187,26 @@ def test_finished_runs_of_an_older_synthesizer_are_refused_not_mixed_in(tmp_path
 
 
 def test_parallel_jobs_train_every_run_once_and_match_one_job(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
     serial, _ = run(tmp_path / "serial", FakeRunner(), seeds=2, heatmaps=False)
     finished = "runs/lm-sotu/random/seed1"  # finished before: only read back
     shutil.copytree(tmp_path / "serial" / finished, tmp_path / "parallel" / finished)
     parallel, lines = run(tmp_path / "parallel", FakeRunner(), seeds=2, heatmaps=False, jobs=2, threads=1)
     key = lambda r: (r["attention"], r["seed"])
     drop = ("load_average_1min", "run_dir")
-    assert sorted(({k: v for k, v in r.items() if k not in drop} for r in parallel["runs"]), key=key) == \
-        sorted(({k: v for k, v in r.items() if k not in drop} for r in serial["runs"]), key=key)
+    assert sorted(({k: v for k, v in r.items() if k not in drop} for r in parallel.runs), key=key) == \
+        sorted(({k: v for k, v in r.items() if k not in drop} for r in serial.runs), key=key)
     assert sorted(re.match(r"\[(\d)/6\]", line).group(1) for line in lines if line.startswith("[")) == list("123456")
     assert any("random seed1: " in line and "(done earlier)" in line for line in lines)
-    assert parallel["machine"]["parallel_runs"] == 2 and parallel["machine"]["torch_threads"] == 1
+    assert parallel.machine["parallel_runs"] == 2 and parallel.machine["torch_threads"] == 1
     with pytest.raises(ValueError, match="--jobs must be a positive integer"):
         run(tmp_path / "bad", FakeRunner(), jobs=0)
 
 
 def test_a_run_whose_process_dies_is_a_failed_record_and_the_others_go_on(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
     results, lines = run(tmp_path, FakeRunner(die={"random"}), heatmaps=False, jobs=2, threads=1)
-    assert [r["attention"] for r in results["runs"] if "error" in r] == ["random"] and len(results["runs"]) == 3
+    assert [r["attention"] for r in results.runs if "error" in r] == ["random"] and len(results.runs) == 3
     assert any("random seed0: FAILED: the process training it died (killed by SIGKILL)" in line for line in lines)
 
 
@@ -342,14 +342,14 @@ def test_a_failing_variant_is_reported_and_the_rest_continues(tmp_path, monkeypa
 def test_render_merges_two_comparisons(tmp_path, monkeypatch):
     no_plots(monkeypatch)
     with monkeypatch.context() as m:
-        m.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+        m.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
         run(tmp_path / "a", FakeRunner(), kinds=["vanilla", "random"])
         run(tmp_path / "b", FakeRunner(), kinds=["random+vanilla"])
     main(["--render", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "merged")])
-    merged = load_results(tmp_path / "merged")
-    assert sorted(r["attention"] for r in merged["runs"]) == ["random", "random+vanilla", "vanilla"]
-    assert set(merged["attention"]["lm-sotu"]) == {"vanilla", "random", "random+vanilla"}
-    assert len(merged["sessions"]) == 2
+    merged = Results.load(tmp_path / "merged")
+    assert sorted(r["attention"] for r in merged.runs) == ["random", "random+vanilla", "vanilla"]
+    assert set(merged.attention["lm-sotu"]) == {"vanilla", "random", "random+vanilla"}
+    assert len(merged.sessions) == 2
     assert "| random+vanilla | 98.00 | -2.0% |" in (tmp_path / "merged" / "report.md").read_text()
 
 
@@ -403,7 +403,7 @@ def test_window_speed_is_the_median(tmp_path):
 
 def test_own_data_replaces_the_preset_corpus(tmp_path, monkeypatch):
     # `--set 'data={...}'` swaps the whole data section: the quick size's limit goes with the corpus
-    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
     seen = []
 
     def runner(cfg, out_dir, resume=False, progress=True):
@@ -448,8 +448,8 @@ def test_each_run_record_carries_its_data_provenance(tmp_path):
     results = run_comparison("lm", "quick", kinds=["vanilla"], baselines=[], out=tmp_path, heatmaps=False,
                              run_fn=run_experiment, config_fn=lambda name, overrides: base, load_fn=load_fn,
                              log=lambda line: None)
-    (record,) = load_results(tmp_path)["runs"]
-    assert record == next(r for r in results["runs"])
+    (record,) = Results.load(tmp_path).runs
+    assert record == next(r for r in results.runs)
     prov = record["provenance"]
     assert prov["data"]["name"] == "sotu-subset" and prov["data"]["origin"]
     assert prov["code"] == code_provenance()  # the code it was trained with
@@ -479,7 +479,7 @@ def test_a_report_on_own_data_is_headed_with_its_name_not_the_presets(tmp_path):
     lines = []
     results = run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=[], out=tmp_path, overrides=[own],
                              heatmaps=False, run_fn=runner, load_fn=load_fn, log=lines.append)
-    assert results["labels"] == {}
+    assert results.labels == {}
     md = (tmp_path / "report.md").read_text()
     assert "## language modelling (mine) — `lm-mine`" in md and "SOTU" not in md
     assert "language modelling (mine) [lm-mine]" in lines
@@ -535,7 +535,7 @@ def test_a_task_without_a_standard_size_is_refused_before_any_run(tmp_path, monk
 
 
 def test_a_task_left_out_of_the_standard_size_for_a_reason_is_skipped_and_the_report_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
     why = "vanilla still learning after 3000 steps"
     tasks = (PresetTask("lm-sotu-small", ("train.max_steps=3",), "kept", standard=("train.max_steps=9",)),
              PresetTask("cls-rotten-small", ("train.max_steps=3",), "left out", not_standard=why))
@@ -545,7 +545,7 @@ def test_a_task_left_out_of_the_standard_size_for_a_reason_is_skipped_and_the_re
                              config_fn=config_fn, load_fn=load_fn, log=lines.append)
     assert runner.calls == [("vanilla", 0, False, 9)]
     assert f"cls-rotten-small: left out at the standard size ({why})" in lines
-    assert results["left_out"] == {"cls-rotten-small": why} == load_results(tmp_path)["left_out"]
+    assert results.left_out == {"cls-rotten-small": why} == Results.load(tmp_path).left_out
     from synthesizer.report.document import _header
     assert f"left out at this size: `cls-rotten-small` ({why})" in _header(results)[1][1]
     quick = FakeRunner()
@@ -577,32 +577,32 @@ def test_every_preset_trains_none_and_flags_kinds_not_better_than_it(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert re.search(r"^\| fixed_random \|.*\| ok; not clearly better than none \(loss \+\d.*\]\) \|$", md, re.M)  # 120 vs 110
     assert re.search(r"^\| vanilla \|.*\| ok \|$", md, re.M)
-    assert len(results["runs"]) == 9
+    assert len(results.runs) == 9
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_warning_about_the_data_is_printed_once_per_comparison_not_once_per_run(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder: (folder, folder))
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
     results, lines = run(tmp_path, FakeRunner(warn=True), seeds=2, heatmaps=False, jobs=jobs, threads=1)
     data = [line for line in lines if "sequences were truncated" in line]
     assert data == ["lm-sotu: UserWarning: sotu train: 3 sequences were truncated to the length limit"]
     own = [line for line in lines if "something of this run alone" in line]
     assert len(own) == 6 and len(set(own)) == 6  # one per run: each names its run
-    assert all("_warnings" not in r for r in results["runs"])  # nothing of it in results.json
+    assert all("_warnings" not in r for r in results.runs)  # nothing of it in results.json
     assert "_warnings" not in (tmp_path / "results.json").read_text()
 
 
 def test_more_seeds_on_an_existing_folder_train_only_the_new_ones_and_rerender(tmp_path, monkeypatch):
     rendered = []
     monkeypatch.setattr("synthesizer.report.summary.build_report",
-                        lambda results, folder: (rendered.append(sorted({r["seed"] for r in results["runs"]})),
+                        lambda results, folder, analysis=None: (rendered.append(sorted({r["seed"] for r in results.runs})),
                                                  (folder, folder))[1])
     run(tmp_path, FakeRunner(), seeds=2, heatmaps=False)
     more = FakeRunner()
     results, _ = run(tmp_path, more, seeds=4, heatmaps=False)
     assert sorted((c[0], c[1]) for c in more.calls) == sorted((k, s) for k in ("vanilla", "random", "random+vanilla")
                                                               for s in (2, 3))
-    assert len(results["runs"]) == 12 and rendered == [[0, 1], [0, 1, 2, 3]]
+    assert len(results.runs) == 12 and rendered == [[0, 1], [0, 1, 2, 3]]
 
 
 def test_new_seeds_do_not_join_runs_of_other_code_unless_allowed(tmp_path):
@@ -640,7 +640,7 @@ def test_time_and_render_hold_the_folder_lock_so_no_stale_copy_is_written_back(t
     assert timed == [] and (tmp_path / "results.json").read_text() == before
     # a results.json given for its folder: timed and re-rendered there
     assert main(["--time", str(tmp_path / "results.json")]) == 0
-    assert timed == [1] and "--time" in load_results(tmp_path)["commands"][-1]
+    assert timed == [1] and "--time" in Results.load(tmp_path).commands[-1]
 
 
 @pytest.mark.parametrize("argv, named", [
@@ -681,7 +681,7 @@ def test_ctrl_c_of_a_one_job_comparison_after_a_run_finished_exits_130_with_what
     captured = capsys.readouterr()
     assert stop.value.code == 130 and captured.err.splitlines()[-1] == "synthesizer compare: interrupted"
     assert "report:" not in captured.out and not (tmp_path / "report.md").exists()
-    assert [r["attention"] for r in load_results(tmp_path)["runs"]] == ["vanilla"]
+    assert [r["attention"] for r in Results.load(tmp_path).runs] == ["vanilla"]
 
 
 def test_render_keeps_the_lead_and_counts_a_folder_merged_with_itself_once(tmp_path, monkeypatch):
@@ -693,6 +693,7 @@ def test_render_keeps_the_lead_and_counts_a_folder_merged_with_itself_once(tmp_p
     saved["lead"] = [["sotu", "vanilla", "what it shows"]]  # as the demo preset records it
     (tmp_path / "a" / "results.json").write_text(json.dumps(saved))
     main(["--render", str(tmp_path / "a"), str(tmp_path / "a")])
-    again = load_results(tmp_path / "a")
-    assert again["lead"] == saved["lead"] and "## What the attention learned" in (tmp_path / "a" / "report.md").read_text()
-    assert again["wall_time_s"] == saved["wall_time_s"] and again["sessions"] == saved["sessions"]
+    again = Results.load(tmp_path / "a")
+    assert again.lead == [tuple(item) for item in saved["lead"]]
+    assert "## What the attention learned" in (tmp_path / "a" / "report.md").read_text()
+    assert again.wall_time_s == saved["wall_time_s"] and again.sessions == saved["sessions"]

@@ -75,7 +75,7 @@ def test_a_finished_glue_comparison_resumes_from_results_json_without_pretrainin
     assert len([c for c in runner.calls if c[0] != "pretrain"]) == 3 * tasks
     assert all(c[2] == 1 for c in runner.calls)
     assert any(f"{3 * tasks} finished run(s) recorded in" in line for line in lines)
-    averages = [r for r in results["runs"] if r["task"] == GLUE_TASK]
+    averages = [r for r in results.runs if r["task"] == GLUE_TASK]
     assert sorted((r["attention"], r["seed"]) for r in averages) == sorted(
         (k, s) for k in ("vanilla", "random", "random+vanilla") for s in (0, 1))
 
@@ -90,17 +90,17 @@ def test_pretraining_runs_first_then_every_task_fine_tunes_from_its_own(tmp_path
         assert task == "classification"
         assert init_from == str((tmp_path / "runs" / key / kind / f"seed{seed}").resolve())
     assert len(runner.calls) == 3 + 3 * 4
-    assert {(r["attention"], r["run_dir"]) for r in results["pretraining"]} == \
+    assert {(r["attention"], r["run_dir"]) for r in results.pretraining} == \
         {(k, f"runs/{key}/{k}/seed0") for k in ("vanilla", "random", "random+vanilla")}
     # the pretraining runs are no task of the report; the average is one
-    groups = {g.key: g for g in build_groups(results["runs"])}
+    groups = {g.key: g for g in build_groups(results.runs)}
     assert set(groups) == {"classification-rotten-tomatoes", "classification-spam",
                            "classification-bible-en-es-pairs", "classification-debian-synopsis-pairs",
                            f"{GLUE_TASK}-{GLUE_DATA}"}
     avg = groups[f"{GLUE_TASK}-{GLUE_DATA}"]
     assert avg.row("random+vanilla").metric_mean == pytest.approx(0.85, abs=0.01)  # 42/50, 85/100, 42/50, 42/50
     assert avg.row("random").metric_mean == pytest.approx(0.70)
-    assert results["labels"][f"{GLUE_TASK}-{GLUE_DATA}"].startswith("GLUE-style average over 4")
+    assert results.labels[f"{GLUE_TASK}-{GLUE_DATA}"].startswith("GLUE-style average over 4")
     assert (tmp_path / "report.md").is_file()
     # run again: everything is read back, nothing trained
     again = FakeRunner()
@@ -112,7 +112,7 @@ def test_a_failed_pretraining_fails_its_fine_tuning_runs_without_starting_them(t
     runner = FakeRunner(fail={"random"})
     results, lines = run(tmp_path, runner)
     assert not [c for c in runner.calls if c[0] == "classification" and c[1] == "random"]
-    failed = [r for r in results["runs"] if r["attention"] == "random"]
+    failed = [r for r in results.runs if r["attention"] == "random"]
     assert len(failed) == 5 and all("boom in random" in r["error"] for r in failed)  # 4 tasks + their average
 
 
@@ -130,7 +130,7 @@ def test_the_average_weights_each_task_once_and_keeps_a_bootstrap():
 
 def test_claim7_is_judged_on_the_average_when_there_is_one(tmp_path):
     results, _ = run(tmp_path, FakeRunner())
-    v7 = next(v for v in evaluate_claims(build_groups(results["runs"])) if v.number == 7)
+    v7 = next(v for v in evaluate_claims(build_groups(results.runs)) if v.number == 7)
     assert v7.rule.startswith("On the GLUE-style average")
     assert v7.checks and all(c.text.startswith(f"{GLUE_TASK}-{GLUE_DATA}") for c in v7.checks)
     # random loses 33% of vanilla's gain (0.70 vs 0.80, trivial 0.5): clearly behind; random+vanilla best, but
@@ -157,9 +157,9 @@ def test_the_preset_configs_fit_together():
 
 def test_the_report_shows_pretraining_first_and_a_re_render_keeps_it(tmp_path):
     results, lines = run(tmp_path / "cmp", FakeRunner())
-    assert all(r["curve"] for r in results["pretraining"])  # kept for the report's curves and flatness
+    assert all(r["curve"] for r in results.pretraining)  # kept for the report's curves and flatness
     rendered = render([str(tmp_path / "cmp")], str(tmp_path / "again"), log=lambda line: None)
-    assert rendered["pretraining"] == results["pretraining"]
+    assert rendered.pretraining == results.pretraining
     saved = json.loads((tmp_path / "again" / "results.json").read_text())
     assert len(saved["pretraining"]) == 3
     report = (tmp_path / "again" / "report.md").read_text()

@@ -15,7 +15,7 @@ from synthesizer.comparison.presets import PRESETS
 from synthesizer.report.claims import evaluate_claims
 from synthesizer.report.groups import build_groups
 from synthesizer.report.hybrid import layer_kinds
-from synthesizer.report.results import load_results
+from synthesizer.runs.results import Results
 from synthesizer.tasks.config import ExperimentConfig
 
 from .test_compare import FakeRunner
@@ -68,10 +68,10 @@ class HybridRunner(FakeRunner):
 def fake_timing(results, log):
     """Every kind's attention step: vanilla 2 ms, random 1 ms, a kind per layer the mean of its layers'."""
     step = lambda kind: 0.002 if "vanilla" in kind else 0.001  # noqa: E731
-    for key in {f"{r['task']}-{r['data']}" for r in results["runs"]}:
-        kinds = {r["attention"] for r in results["runs"]}
-        results.setdefault("timings", {})[key] = {"kinds": {k: {"median_s": sum(map(step, k.split(","))) / len(
-            k.split(","))} for k in kinds}}
+    for key in {f"{r['task']}-{r['data']}" for r in results.runs}:
+        kinds = {r["attention"] for r in results.runs}
+        results.set_timing(key, {"kinds": {k: {"median_s": sum(map(step, k.split(","))) / len(k.split(","))}
+                                           for k in kinds}})
     return results
 
 
@@ -92,7 +92,7 @@ def test_the_preset_trains_every_pattern_and_none_at_four_layers_on_lm_and_recal
     for kind in (ALTERNATE, FIRST):
         assert (out / "runs" / "lm-sotu-subset" / kind / "seed2" / "result.json").is_file()
         assert (out / "runs" / f"lm-{RECALL}" / kind / "seed0" / "result.json").is_file()
-    record = next(r for r in load_results(out)["runs"] if r["attention"] == FIRST)
+    record = next(r for r in Results.load(out).runs if r["attention"] == FIRST)
     assert record["config"]["model"]["attention"] == FIRST and record["config"]["model"]["n_layers"] == 4
     assert layer_kinds(record) == ["vanilla", "random", "random", "random"]
 
@@ -132,7 +132,7 @@ def test_the_report_reads_the_2025_finding_point_by_point(study):
 
 def test_no_paper_claim_checks_a_kind_per_layer(study):
     out, _, results = study
-    verdicts = evaluate_claims(build_groups(results["runs"], results.get("timings")))
+    verdicts = evaluate_claims(build_groups(results.runs, results.timings))
     texts = " ".join(c.text for v in verdicts for c in v.checks)
     assert not any(kind in texts for kind in (ALTERNATE, FIRST, LAST)) and "random" in texts
 
@@ -157,7 +157,8 @@ def test_the_preset_sweeps_learning_rates_around_the_baselines_studys_choices():
 
 def test_compare_kinds_are_separated_by_spaces_a_comma_joins_layers(tmp_path, monkeypatch, capsys):
     seen = {}
-    monkeypatch.setattr("synthesizer.comparison.main.run_comparison", lambda **kw: seen.update(kw) or {"runs": [1]})
+    monkeypatch.setattr("synthesizer.comparison.main.run_comparison",
+                        lambda **kw: seen.update(kw) or Results({"runs": [1]}))
     assert main(["--preset", "lm", "--kinds", "vanilla", "R,V", "--baselines", "none,linformer",
                  "--out", str(tmp_path)]) == 0
     assert seen["kinds"] == ["vanilla", "R,V"] and seen["baselines"] == ["none", "linformer"]
@@ -185,11 +186,11 @@ def test_the_quick_hybrid_preset_trains_for_real(tmp_path, monkeypatch):
                  "--steps", "3", "--set", "data.limit=64", "--no-heatmaps", "--lrs", "3e-3", "--out", "study"])
     assert code == 0
     assert (tmp_path / "study" / "tuning.json").is_file()  # the learning-rate protocol, at one rate here
-    results = load_results(tmp_path / "study" / "tuned")
-    record = next(r for r in results["runs"] if r["attention"] == FIRST)
+    results = Results.load(tmp_path / "study" / "tuned")
+    record = next(r for r in results.runs if r["attention"] == FIRST)
     assert [layer["kind"] for layer in record["params"]["by_layer"]] == ["vanilla", "random", "random", "random"]
     # seed 0 trained in the sweep's folder, which the tuned comparison reads it from
     assert (tmp_path / "study" / "lr-0.003" / "runs" / f"lm-{RECALL}" / FIRST / "seed0" / "result.json").is_file()
-    assert FIRST in results["timings"]["lm-sotu-subset"]["kinds"]
+    assert FIRST in results.timings["lm-sotu-subset"]["kinds"]
     md = (tmp_path / "study" / "tuned" / "report.md").read_text()
     assert f"| {FIRST} | 0 (1 of 4) | 1 |" in md and "### Against the 2025 finding" in md

@@ -16,7 +16,7 @@ from synthesizer.cli import _parser as train_parser
 from synthesizer.cli import main as cli_main
 from synthesizer.comparison.command import plan_commands, train_command
 from synthesizer.comparison.plan import Options, from_pretrained, plan_runs, resolve, run_config
-from synthesizer.report.results import empty_results, load_results
+from synthesizer.runs.results import Results
 from synthesizer.runs.files import RESULT_FILE
 from synthesizer.tasks.config import ExperimentConfig
 
@@ -31,7 +31,7 @@ def trained_by(line: str) -> tuple[ExperimentConfig, object]:
 
 def the_pools_runs(options: Options) -> list:
     comparison = resolve(options, ExperimentConfig.from_file, lambda line: None)
-    return plan_runs(comparison, empty_results()).runs
+    return plan_runs(comparison, Results.empty()).runs
 
 
 def test_each_line_trains_the_config_the_pool_would_into_its_folder(tmp_path):
@@ -108,11 +108,11 @@ def same_report(folder: Path) -> tuple[str, dict]:
     and every run's numbers."""
     md = "\n".join(re.sub(r"[0-9][0-9.,]*", "#", line) for line in (folder / "report.md").read_text().splitlines()
                    if not TIMING.match(line))
-    results = load_results(folder)
+    results = Results.load(folder)
     numbers = {(r["task"], r["data"], r["attention"], r["seed"]): (r["test_metrics"], r["valid_metrics"], r["curve"],
                                                                    r["params"], r["run_dir"])
-               for r in results["runs"]}
-    return md, {"runs": numbers, "attention": results["attention"]}
+               for r in results.runs}
+    return md, {"runs": numbers, "attention": results.attention}
 
 
 def test_the_plan_run_by_a_shell_then_compare_gives_the_report_of_the_local_pool(tmp_path, monkeypatch, capsys):

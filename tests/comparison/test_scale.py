@@ -74,7 +74,7 @@ def test_a_scale_study_trains_every_width_in_seed_rounds_and_reads_the_trend(tmp
         saved = json.loads((tmp_path / f"width-{width}" / "results.json").read_text())
         assert {r["width_seen"] for r in saved["runs"]} == {width}
         assert len(saved["runs"]) == 9 and (tmp_path / f"width-{width}" / "report.md").is_file()
-    assert len(results["runs"]) == 18
+    assert len(results.runs) == 18
     study = Study(tmp_path)
     random = {w: g.row("random").attention_share for w, g in study.groups["lm-sotu"].items()}
     assert random[16].value == pytest.approx(0.9, abs=0.05) and random[32].value == pytest.approx(0.6, abs=0.06)
@@ -168,7 +168,7 @@ def test_the_quick_scale_study_trains_for_real(tmp_path, monkeypatch):
     assert study.widths == [16, 32]
     assert set(study.groups) == {"lm-sotu-subset", "translation-libreoffice-en-de", "lm-diag-mqar", "lm-diag-mqar-long"}
     for width in (16, 32):
-        run = next(r for r in study.results[width]["runs"] if r["attention"] == "vanilla")
+        run = next(r for r in study.results[width].runs if r["attention"] == "vanilla")
         assert run["config"]["model"]["d_model"] == width and run["config"]["model"]["d_ff"] == 4 * width
     report = (tmp_path / "study" / "report.md").read_text()
     assert "Seeds that learned it" in report and "\"not within this budget\", not \"cannot\"" in report

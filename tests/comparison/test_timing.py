@@ -9,6 +9,7 @@ from synthesizer.comparison.plan import check_same_code
 from synthesizer.comparison.timing import (SAVING_LENGTHS, add_timings, logits_params, task_shape, time_group,
                                           timed_layers)
 from synthesizer.runs.code import code_provenance
+from synthesizer.runs.results import Results
 
 LM_CONFIG = {"task": "lm", "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "max_len": 32},
              "batch": {"block_size": 16, "max_tokens": 64}}
@@ -56,16 +57,16 @@ def test_add_timings_times_each_group_once_and_skips_the_glue_average():
     runs = [{"task": "lm", "data": "x", "attention": k, "seed": s, "config": LM_CONFIG}
             for k in ("vanilla", "none") for s in (0, 1)]
     runs.append({"task": "glue", "data": "average", "attention": "vanilla", "seed": 0})
-    results = add_timings({"runs": runs}, log=lambda line: None)
-    assert list(results["timings"]) == ["lm-x"] and set(results["timings"]["lm-x"]["kinds"]) == {"vanilla", "none"}
+    results = add_timings(Results({"runs": runs}), log=lambda line: None)
+    assert list(results.timings) == ["lm-x"] and set(results.timings["lm-x"]["kinds"]) == {"vanilla", "none"}
 
 
 def test_new_runs_do_not_join_runs_of_other_code():
     now = code_provenance()
     ours = {"task": "lm", "data": "x", "attention": "vanilla", "seed": 0, "provenance": {"data": {}, "code": now}}
-    check_same_code({"runs": [ours, {"task": "lm", "data": "x", "attention": "none", "seed": 0}]}, Path("r.json"))
+    check_same_code(Results({"runs": [ours, {"task": "lm", "data": "x", "attention": "none", "seed": 0}]}), Path("r.json"))
     old = {**ours, "seed": 1, "provenance": {"data": {}}}  # trained before runs recorded their code
     other = {**ours, "seed": 2, "provenance": {"data": {}, "code": {**now, "commit": "0" * 40, "modified": False}}}
     with pytest.raises(ValueError, match=r"r\.json holds runs trained by other code \(not recorded: 1 run\(s\); "
                                          r".* at 0000000: 1 run\(s\)\).*--allow-other-code"):
-        check_same_code({"runs": [ours, old, other]}, Path("r.json"))
+        check_same_code(Results({"runs": [ours, old, other]}), Path("r.json"))

@@ -10,7 +10,7 @@ from synthesizer.comparison.baselines import matched_d_ff, positions_of, stronge
 from synthesizer.comparison.command import plan_commands
 from synthesizer.comparison.plan import Options
 from synthesizer.comparison.tuning import TUNING_FILE, choose, lrs_of
-from synthesizer.report.results import load_results
+from synthesizer.runs.results import Results
 from synthesizer.tasks.config import ExperimentConfig
 
 from .test_compare import FakeRunner, load_fn
@@ -102,11 +102,11 @@ def test_a_sweep_picks_each_kinds_rate_on_seed_0_then_trains_the_other_seeds_at_
     tuning = json.loads((tmp_path / TUNING_FILE).read_text())
     assert tuning["chosen"]["lm-sotu"] == {"vanilla": 3e-3, "random": 1e-2, "none": 1e-3} and tuning["done"]
     assert tuning["lrs"] == [0.00033, 1e-3, 3e-3, 1e-2, 0.033]
-    tuned = load_results(tmp_path / "tuned" / "results.json")
-    assert len(tuned["runs"]) == 9
-    for record in tuned["runs"]:
+    tuned = Results.load(tmp_path / "tuned" / "results.json")
+    assert len(tuned.runs) == 9
+    for record in tuned.runs:
         assert record["config"]["train"]["lr"] == BEST[record["attention"]]
-    carried = [r for r in tuned["runs"] if r["seed"] == 0]
+    carried = [r for r in tuned.runs if r["seed"] == 0]
     assert all(r["run_dir"].startswith("../lr-") for r in carried)
     assert any("learning rates chosen by validation loss: vanilla 0.003, random 0.01, none 0.001" in line
                for line in lines)
@@ -124,13 +124,13 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     saved = json.loads((folder / "study.json").read_text())
     assert saved["strongest"] == "rope"
     assert any("positions=rope" in line for line in lines)
-    tuned = load_results(folder / "tuned" / "results.json")
-    assert {r["config"]["model"]["positions"] for r in tuned["runs"]} == {"rope"}
-    assert {(r["attention"], r["seed"]) for r in tuned["runs"]} == {(k, s) for k in ("vanilla", "random", "none")
+    tuned = Results.load(folder / "tuned" / "results.json")
+    assert {r["config"]["model"]["positions"] for r in tuned.runs} == {"rope"}
+    assert {(r["attention"], r["seed"]) for r in tuned.runs} == {(k, s) for k in ("vanilla", "random", "none")
                                                                     for s in (0, 1)}
     # every scheme has both seeds; rope's second vanilla seed is tuned/'s (same config), not trained twice
     for scheme in ("learned", "rope", "alibi", "none"):
-        runs = load_results(folder / f"positions-{scheme}" / "results.json")["runs"]
+        runs = Results.load(folder / f"positions-{scheme}" / "results.json").runs
         assert sorted(r["seed"] for r in runs) == [0, 1]
     vanilla = [c for c in runner.calls if c[0] == "vanilla"]
     # positions stage 4 x seed 0, sweep 2 more rates for vanilla (3e-3 is rope's seed 0), tuned seed 1,
@@ -138,7 +138,7 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     assert len(vanilla) == 4 + 2 + 1 + 3 + 2
     # random has 1.6x vanilla's parameters: a vanilla of its size trains at vanilla's rate
     assert saved["matched_d_ff"] == {"random": 256 + round(3000 / 129)}  # the quick preset: d_model 64, d_ff 256
-    wide = load_results(folder / "matched-random" / "results.json")["runs"]
+    wide = Results.load(folder / "matched-random" / "results.json").runs
     assert {r["config"]["model"]["d_ff"] for r in wide} == {279} and {r["lr_seen"] for r in wide} == {3e-3}
     report = (tmp_path / "report.md").read_text()
     assert "(a) Vanilla with each position scheme" in report and "rope (the strongest)" in report
@@ -160,8 +160,8 @@ def test_the_baselines_report_puts_the_verdicts_before_beside_the_new_ones(tmp_p
 
 
 def test_strongest_and_matched_d_ff():
-    runs = {s: {"runs": [{"task": "lm", "data": "x", "attention": "vanilla", "seed": 0, "test_metrics": {"p": 1.0},
-                          "primary_metric": "p", "higher_is_better": False, "valid_metrics": {"loss": loss}}]}
+    runs = {s: Results({"runs": [{"task": "lm", "data": "x", "attention": "vanilla", "seed": 0, "test_metrics": {"p": 1.0},
+                                  "primary_metric": "p", "higher_is_better": False, "valid_metrics": {"loss": loss}}]})
             for s, loss in (("learned", 4.0), ("rope", 3.5))}
     assert strongest(("learned", "rope"), runs) == "rope"
     vanilla = {"params": {"total": 236288, "by_component": {"ffn": 66176}},
@@ -181,8 +181,8 @@ def test_a_scale_study_with_a_sweep_tunes_every_width_and_reports_the_best_rate(
     study(tmp_path, runner, kinds=["vanilla", "random"], baselines=["none"], seeds=2, lrs=(1e-3, 1e-2),
           widths=(16, 32))
     for width in (16, 32):
-        tuned = load_results(tmp_path / f"width-{width}" / "tuned" / "results.json")
-        assert {(r["attention"], r["seed"]) for r in tuned["runs"]} == {(k, s) for k in ("vanilla", "random", "none")
+        tuned = Results.load(tmp_path / f"width-{width}" / "tuned" / "results.json")
+        assert {(r["attention"], r["seed"]) for r in tuned.runs} == {(k, s) for k in ("vanilla", "random", "none")
                                                                         for s in (0, 1)}
     report = (tmp_path / "report.md").read_text()
     assert "Best over learning rates (seed 0)" in report

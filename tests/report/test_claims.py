@@ -462,6 +462,7 @@ def test_with_one_seed_and_no_per_example_scores_the_use_of_attention_is_not_mea
 def test_where_vanilla_does_not_clearly_beat_none_every_check_cannot_tell_with_that_reason():
     from synthesizer.report.claims import NOTHING_MEASURABLE, attention_notes
     from synthesizer.report.summary import print_tables
+    from synthesizer.runs.results import Results
 
     clear = verdicts(lm_runs([450.0, 470.0, 440.0], **CLOSE))
     assert clear[1].verdict == SUPPORTS and clear[2].verdict == SUPPORTS  # attention matters: judged
@@ -480,7 +481,7 @@ def test_where_vanilla_does_not_clearly_beat_none_every_check_cannot_tell_with_t
     assert note.startswith(f"lm-sotu: {NOTHING_MEASURABLE}") and note.endswith("every check on it cannot tell")
     # the closing summary says it before the verdicts
     lines = []
-    print_tables({"runs": runs, "labels": {}}, lines.append)
+    print_tables(Results({"runs": runs, "labels": {}}), lines.append)
     first_claim = next(i for i, line in enumerate(lines) if line.startswith("claim "))
     assert lines[first_claim - 1] == f"attention: {note}"
     assert lines[first_claim].startswith(f"claim 1: cannot tell: lm-sotu: {NOTHING_MEASURABLE}")

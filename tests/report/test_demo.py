@@ -7,7 +7,7 @@ from synthesizer.report import plots
 from synthesizer.comparison import run_comparison
 from synthesizer.report.lead import LEAD_FIGURE, LEAD_TABLE
 from synthesizer.comparison.presets import PRESETS, sized_tasks, task_overrides
-from synthesizer.report.results import load_results
+from synthesizer.runs.results import Results
 from synthesizer.tasks.config import ExperimentConfig
 
 KINDS = {"vanilla", "random", "fixed_random", "dense", "random+vanilla", "none"}
@@ -52,7 +52,7 @@ def test_a_tiny_demo_report_opens_with_the_learned_attention(tmp_path):
     assert (tmp_path / LEAD_FIGURE).stat().st_size > 0
     table = (tmp_path / LEAD_TABLE).read_text()
     assert "lm-diag-reverse" in table and "lm-diag-lookup" in table
-    maps = load_results(tmp_path)["attention"]
+    maps = Results.load(tmp_path).attention
     assert maps["lm-diag-reverse"]["random"][0]["source"].startswith("softmax(R)")
     # vanilla is read on a lookup example (the fixed vocabulary knows no other words), not on the English sample
     assert maps["lm-diag-lookup"]["vanilla"][0]["source"] == "sample input"

@@ -8,6 +8,7 @@ import pytest
 from synthesizer.report.claims import evaluate_claims, verdict_label, verdict_reason
 from synthesizer.report.summary import print_tables
 from synthesizer.report.document import build_report
+from synthesizer.runs.results import Results
 from synthesizer.report.learning import curve_drop
 from synthesizer.report.learning_facts import FLAT_DROP
 from synthesizer.report.groups import build_groups
@@ -185,7 +186,7 @@ def test_perplexity_margins_in_raw_units_on_the_log_scale_and_each_predictor_onc
 def test_the_closing_summary_has_one_line_per_task_with_both_facts():
     runs = mt([4.4], data="libre") + seeds("vanilla", [325.5], drop=0.098)
     lines = []
-    print_tables({"runs": runs, "labels": {}}, lines.append)
+    print_tables(Results({"runs": runs, "labels": {}}), lines.append)
     facts = [line for line in lines if "validation loss" in line]
     assert facts == [
         "translation-libre: vanilla's validation loss fell 1.0% over the last quarter of training (flattened); "
@@ -202,7 +203,7 @@ def test_the_report_says_it_right_under_each_table(tmp_path, monkeypatch):
                                          higher=True, baselines={"copy_source_bleu": 8.3})
     runs += seeds("none", [8.5, 8.7, 8.4], task="translation", metric="bleu", higher=True,
                   baselines={"copy_source_bleu": 8.3})
-    md, _ = build_report({"runs": runs, "labels": {}, "presets": [], "machine": {}, "commands": []}, tmp_path)
+    md, _ = build_report(Results({"runs": runs, "labels": {}, "presets": [], "machine": {}, "commands": []}), tmp_path)
     text = md.read_text()
     after = text[text.index("\n\n", text.index("| fixed_random |")) + 2:]
     assert after.startswith("**Did vanilla learn?** Vanilla's validation loss fell 1.0% over the last quarter of "

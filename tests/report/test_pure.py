@@ -10,7 +10,7 @@ import pytest
 
 from synthesizer.report.claims import CANNOT_TELL, evaluate_claims, verdict_reason
 from synthesizer.report.groups import build_groups
-from synthesizer.report.results import load_results
+from synthesizer.runs.results import Results
 
 # three kinds x three seeds of the lm preset, as `synthesizer compare` records them (no attention maps)
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "report"
@@ -26,8 +26,8 @@ print(sorted(m for m in sys.modules if m.startswith(("synthesizer.comparison", "
 
 
 def test_groups_and_claims_come_from_the_records():
-    results = load_results(FIXTURE)
-    (group,) = build_groups(results["runs"])
+    results = Results.load(FIXTURE)
+    (group,) = build_groups(results.runs)
     assert group.key == "lm-sotu-subset"
     kinds = ("vanilla", "random", "none")
     assert [(row.kind, row.seeds, row.status) for row in group.rows] == [(k, [0, 1, 2], "ok") for k in kinds]
@@ -52,7 +52,7 @@ def test_a_report_is_written_from_a_results_file_without_the_comparison_or_the_r
     assert "| random | 105.0 ± 1.0 | +4.8% |" in md and "## The paper's claims" in md
     for png in ("lm-sotu-subset-curves.png", "lm-sotu-subset-speed.png"):
         assert (out / png).stat().st_size > 1000 and f"]({png})" in md
-    assert json.loads((out / "results.json").read_text())["runs"] == load_results(FIXTURE)["runs"]
+    assert json.loads((out / "results.json").read_text())["runs"] == Results.load(FIXTURE).runs
 
 
 def test_the_claims_never_decide_on_a_rows_status_text():

@@ -29,11 +29,11 @@ from typing import Callable
 
 from ..attention.names import MODEL_POSITIONS
 from ..report.baselines import strongest
-from ..report.results import FILENAME, failed
+from ..runs.results import Results, failed
 from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, write_json
 from ..runs.lock import FolderLock
 from .carry import carry_runs
-from .plan import Options, comparison_folder, lr_override, resolve
+from .plan import Options, StudyResults, comparison_folder, lr_override, resolve
 from .presets import get_preset, sized_tasks
 from .tuning import TUNED, at_lr, lrs_of, read_tuning
 
@@ -84,19 +84,19 @@ def matched_d_ff(vanilla: dict, kind: dict) -> int | None:
     return d_ff + round((total_k - total_v) / (layers * (2 * d + 1)))
 
 
-def _first_seed(results: dict, kind: str) -> dict | None:
-    return next((r for r in results["runs"] if r["attention"] == kind and r.get("seed", 0) == 0 and not failed(r)), None)
+def _first_seed(results: Results, kind: str) -> dict | None:
+    return next((r for r in results.runs if r["attention"] == kind and r.get("seed", 0) == 0 and not failed(r)), None)
 
 
-def compare_baselines(options: Options, hooks, compare_fn: Callable) -> dict:
+def compare_baselines(options: Options, hooks, compare_fn: Callable) -> StudyResults:
     """The study of every task (see the module's steps), each with ``compare_fn(options, hooks)``; returns
-    ``{"tasks": {config: tuned results}, "runs": every tuned run}``."""
+    each task's tuned results (by config) and every tuned run."""
     schemes = positions_of(options)
     lrs = lrs_of(options)
     out = comparison_folder(options)
     out.mkdir(parents=True, exist_ok=True)
     quiet = dataclasses.replace(hooks, time_fn=None)
-    done: dict[str, dict] = {}
+    done: dict[str, Results] = {}
     with FolderLock(out, "baselines study folder"):
         for config, seeds, folder in task_folders(options):
             task = dataclasses.replace(options, tasks=(config,), seeds=seeds, positions=(), widths=())
@@ -141,7 +141,7 @@ def compare_baselines(options: Options, hooks, compare_fn: Callable) -> dict:
                                              "chosen_lrs": tuning.get("chosen", {}), "matched_d_ff": matched,
                                              "rule": RULE})
         _write_report(out, hooks)
-    return {"tasks": done, "runs": [run for results in done.values() for run in results["runs"]]}
+    return StudyResults.of(done)
 
 
 def _vanilla_rate(tuning: dict) -> float | None:
@@ -161,6 +161,6 @@ def _write_report(out: Path, hooks) -> None:
 def is_baselines_folder(folder: str | Path) -> bool:
     """Whether ``folder`` holds a baselines study (a task folder with ``study.json`` or ``positions-*``)."""
     folder = Path(folder)
-    return folder.is_dir() and not (folder / FILENAME).is_file() and any(
+    return folder.is_dir() and not Results.exists(folder) and any(
         (sub / STUDY_FILE).is_file() or any(sub.glob(f"{POSITIONS_PREFIX}*")) for sub in folder.iterdir() if sub.is_dir())
 

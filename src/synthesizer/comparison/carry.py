@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..report.results import FILENAME, failed, load_or_empty_results, load_results, put_run, save_results
+from ..runs.results import FILENAME, Results, failed
 from ..runs.files import group_key
 from ..runs.lock import comparison_lock
 from .plan import Options, config_difference, resolve, run_config
@@ -32,8 +32,8 @@ def carry_runs(options: Options, hooks, sources: list[Path]) -> int:
 
 def _carry(comparison, hooks, sources: list[Path]) -> int:
     """:func:`carry_runs` into the resolved ``comparison``, whose folder is locked."""
-    target = load_or_empty_results(comparison.out)
-    have = {(r["task"], r["data"], r["attention"], r.get("seed", 0)) for r in target["runs"] if not failed(r)}
+    target = Results.load_or_empty(comparison.out)
+    have = {(r["task"], r["data"], r["attention"], r.get("seed", 0)) for r in target.runs if not failed(r)}
     planned = {}
     for task in comparison.tasks:
         for seed in range(comparison.seeds):
@@ -43,10 +43,10 @@ def _carry(comparison, hooks, sources: list[Path]) -> int:
                     planned[(run.task, run.data, kind, seed)] = run
     carried = 0
     for source in sources:
-        if not (Path(source) / FILENAME).is_file():
+        if not Results.exists(source):
             continue
-        results = load_results(Path(source) / FILENAME)
-        for record in results["runs"]:
+        results = Results.load(source)
+        for record in results.runs:
             key = (record["task"], record["data"], record["attention"], record.get("seed", 0))
             run = planned.get(key)
             if (run is None or key in have or failed(record) or "config" not in record
@@ -55,15 +55,15 @@ def _carry(comparison, hooks, sources: list[Path]) -> int:
             record = dict(record)
             if "run_dir" in record:
                 record["run_dir"] = os.path.relpath(Path(source) / record["run_dir"], comparison.out)
-            put_run(target, record)
+            target.put_run(record)
             group = group_key(record["task"], record["data"])
-            maps = results.get("attention", {}).get(group, {}).get(record["attention"])
+            maps = results.attention.get(group, {}).get(record["attention"])
             if maps is not None:
-                target["attention"].setdefault(group, {}).setdefault(record["attention"], maps)
+                target.maps_of(group).setdefault(record["attention"], maps)
             have.add(key)
             carried += 1
     if carried:
-        save_results(target, comparison.out)
+        target.save(comparison.out)
         hooks.log(f"{carried} finished run(s) of {', '.join(map(str, sources))} carried into "
                   f"{comparison.out / FILENAME} (the same config: read, not trained again)")
     return carried

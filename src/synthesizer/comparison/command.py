@@ -16,7 +16,7 @@ import shlex
 import sys
 from typing import Callable
 
-from ..report.results import FILENAME, load_or_empty_results
+from ..runs.results import FILENAME, Results
 from ..runs.plan import PlannedRun
 from .baselines import positions_of
 from .scale import at_width, widths_of
@@ -63,7 +63,7 @@ def plan_commands(options: Options, config_fn: Callable | None = None,
         return [line for width in widths for line in plan_commands(at_width(options, width), config_fn,
                                                                    lambda text, w=width: log(f"width {w}: {text}"))]
     comparison = resolve(options, config_fn, log)
-    results = load_or_empty_results(comparison.out)
+    results = Results.load_or_empty(comparison.out)
     plan = plan_runs(comparison, results)
     plan.log_kept(comparison.out / FILENAME, log)
     todo = [run for run in plan.runs if not is_finished(run)]

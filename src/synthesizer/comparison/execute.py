@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..runs.files import WEIGHTS_NAME, read_result
-from ..report.results import STOPPED, Failure, outcome
+from ..runs.results import STOPPED, Failure, outcome
 from ..runs.plan import PlannedRun
 from .plan import is_finished, run_config
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import check_out_dir
 from .presets import DEFAULT_KINDS, PRESETS, SIZES
 from ..report.index import write_index
-from ..report.results import FILENAME, load_results, results_folder
+from ..runs.results import FILENAME, Results
 from ..report.scale import is_scale_folder, width_folders, write_scale_report
 from ..runs.lock import FolderLock, comparison_lock, study_lock
 from ..runs.code import code_provenance
@@ -140,12 +140,12 @@ def check_mode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str
 def existing_comparison(option: str, path: str | Path) -> Path:
     """The comparison folder that ``path`` names (the folder, or its results.json); ValueError naming ``option``
     for a scale study's folder (its comparisons are its width folders) or a path that holds no results.json."""
-    path = results_folder(path)
+    path = Results.folder_of(path)
     if is_scale_folder(path):
         widths = ", ".join(str(folder) for folder in width_folders(path).values())
         raise ValueError(f"{option} {path}: a scale study's folder; give one of its comparisons, the width folders "
                          f"({widths})")
-    if not (path / FILENAME).is_file():
+    if not Results.exists(path):
         raise ValueError(f"{option} {path}: no {FILENAME} there; give a comparison folder (the --out of "
                          "`synthesizer compare`)")
     return path
@@ -155,10 +155,9 @@ def time_comparison(folder: Path, command: str) -> None:
     """``--time DIR``: time the kinds of the comparison in ``folder`` one at a time, then re-render it, holding
     its lock from reading its results.json to writing it back."""
     with comparison_lock(folder):
-        results = add_timings(load_results(folder))
-        results["rendered_by"] = code_provenance()
-        if command not in results["commands"]:
-            results["commands"].append(command)
+        results = add_timings(Results.load(folder))
+        results.set_rendered_by(code_provenance())
+        results.add_command(command)
         write_and_print(results, folder, print)
 
 
@@ -211,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.against:
             raise ValueError("--against puts a baselines study's verdicts beside other comparisons': give --render "
                              "a baselines study's folder")
-        out = Path(args.out) if args.out else results_folder(args.render[0])
+        out = Path(args.out) if args.out else Results.folder_of(args.render[0])
         check_out_dir("--out", out)
         with comparison_lock(out):  # merged and written back under its lock: no compare or --time adds to it meanwhile
             render(args.render, out, command=command, rendered_by=code_provenance())
@@ -235,4 +234,4 @@ def main(argv: list[str] | None = None) -> int:
             print(line, flush=True)
         return 0
     results = run_comparison(**dataclasses.asdict(options))  # looked up here: a caller may wrap it (tests do)
-    return 0 if results["runs"] else 1
+    return 0 if results.runs else 1

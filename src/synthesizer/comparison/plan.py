@@ -17,7 +17,7 @@ from typing import Any, Callable
 from ..errors import check_out_dir, path_component, positive_int
 from .presets import DEFAULT_KINDS, PresetTask, get_preset, sized_tasks, steps_overrides, task_overrides
 from ..runs.files import group_key
-from ..report.results import describe_code as describe, failed
+from ..runs.results import Results, describe_code as describe, failed
 from ..runs.code import code_provenance
 from ..runs.files import RESULT_FILE, read_result
 from ..runs.plan import PlannedRun
@@ -187,13 +187,13 @@ def lr_override(lr: float) -> str:
     return f"train.lr={lr!r}"
 
 
-def plan_runs(comparison: Comparison, results: dict) -> Plan:
+def plan_runs(comparison: Comparison, results: Results) -> Plan:
     """Every (seed, task, kind) not recorded as finished in ``results`` without its folder, in that
     order; a run finished in its folder stays in the plan (it is read back, not retrained). ValueError
     for a finished run whose config is not the one planned."""
     out = comparison.out
     recorded = {(r["task"], r["data"], r["attention"], int(r.get("seed", 0))): r
-                for r in results["runs"] if not failed(r)}
+                for r in results.runs if not failed(r)}
     plan, seen = Plan([]), set()
     for seed in range(comparison.seeds):
         for task in comparison.tasks:
@@ -260,13 +260,13 @@ def check_same_config(record: dict, cfg, where: Path) -> None:
                          "options as before)")
 
 
-def check_same_code(results: dict, where: Path) -> None:
+def check_same_code(results: Results, where: Path) -> None:
     """ValueError where a finished run of ``results`` was trained by other code than this (another version or
     commit, or code not recorded) and new runs would join it: their numbers would mix two implementations.
     Runs without provenance (a failure's record) are not counted."""
     now = code_provenance()
     others: dict[str, int] = {}
-    for record in results["runs"]:
+    for record in results.runs:
         provenance = record.get("provenance")
         if not provenance or failed(record):
             continue
@@ -289,3 +289,16 @@ def is_finished(run: PlannedRun) -> bool:
 def from_pretrained(run: PlannedRun, pretraining: Path) -> PlannedRun:
     """``run`` fine-tuned from the finished pretraining run in the folder ``pretraining`` (``init_from``)."""
     return dataclasses.replace(run, config=dataclasses.replace(run.config, init_from=str(pretraining.resolve())))
+
+
+@dataclass(frozen=True)
+class StudyResults:
+    """What a study of several comparisons (widths, or the baselines study's tasks) returns: each comparison's
+    results by its width or task (``parts``), and every run of them (``runs``)."""
+
+    parts: dict
+    runs: list[dict]
+
+    @classmethod
+    def of(cls, parts: dict) -> "StudyResults":
+        return cls(parts, [run for results in parts.values() for run in results.runs])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..report.tables import speed_unit
-from ..report.results import failed
+from ..runs.results import failed
 from .execute import WARNINGS_KEY
 
 

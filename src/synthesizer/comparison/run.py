@@ -31,8 +31,8 @@ from typing import Callable, Iterator
 
 from .attention_maps import run_attention_maps
 from ..report.average import put_averages
-from ..report.results import FILENAME, failed, load_or_empty_results, put_run, run_key, save_results
 from ..report.summary import write_and_print
+from ..runs.results import FILENAME, Results, failed, run_key
 from ..runs.files import group_key
 from ..runs.code import code_provenance
 from ..runs.files import DATA_FILE, LOG_FILE, read_json, window_speed
@@ -42,7 +42,7 @@ from .execute import execute, failure, set_threads
 from .pace import Pace
 from .machine import machine_info
 from .presets import get_preset
-from .plan import Comparison, Options, Plan, check_same_code, from_pretrained, plan_runs, pretraining_runs, resolve
+from .plan import Comparison, Options, Plan, StudyResults, check_same_code, from_pretrained, plan_runs, pretraining_runs, resolve
 from .scale import compare_widths, widths_of
 from .baselines import compare_baselines, positions_of
 from .tuning import compare_lrs, lrs_of
@@ -82,19 +82,20 @@ class Hooks:
 
 def run_comparison(preset: str, size: str = "quick", *, run_fn: Callable | None = None,
                    config_fn: Callable | None = None, load_fn: Callable | None = None,
-                   log: Callable[[str], None] = print, time_fn: Callable | None = None, **options) -> dict:
+                   log: Callable[[str], None] = print, time_fn: Callable | None = None, **options) -> Results:
     """Train every (task, kind, seed) of the comparison that is not finished yet, then write the report:
     :func:`compare` with ``options`` (by keyword: :class:`~.plan.Options`'s fields) and the functions
     (:class:`Hooks`'s, the experiment runner's where left None). ``jobs`` runs train at a time, each in a
     process of its own (``run_fn`` must then be picklable), each with ``threads`` torch threads (default:
-    the cores shared out). Returns the results dict (also saved as ``OUT/results.json``)."""
+    the cores shared out). Returns the results (also saved as ``OUT/results.json``); a study of several
+    comparisons, its :class:`~.plan.StudyResults`."""
     for name in ("overrides", "widths", "lrs", "positions", "tasks"):  # a list from a caller, a tuple in the frozen plan
         if options.get(name) is not None:
             options[name] = tuple(options[name])
     return compare(Options(preset, size, **options), Hooks.of(run_fn, config_fn, load_fn, log, time_fn))
 
 
-def compare(options: Options, hooks: Hooks) -> dict:
+def compare(options: Options, hooks: Hooks) -> Results | StudyResults:
     """:func:`run_comparison` with its options and functions grouped; a scale study (widths given, or the
     preset's) trains one comparison per width (:mod:`.scale`)."""
     if widths_of(options):
@@ -113,7 +114,7 @@ class _Session:
     """One invocation of a comparison, while its folder is locked: its results and how it trains."""
 
     comparison: Comparison
-    results: dict
+    results: Results
     hooks: Hooks
     jobs: int
     threads: int | None
@@ -124,43 +125,41 @@ class _Session:
     def open(cls, comparison: Comparison, options: Options, hooks: Hooks) -> "_Session":
         """The folder's results.json (or a new one) with this invocation's preset, size and command."""
         out = comparison.out
-        results = load_or_empty_results(out, machine_info())
-        if comparison.preset not in results["presets"]:
-            results["presets"].append(comparison.preset)
+        results = Results.load_or_empty(out, machine_info())
+        results.add_preset(comparison.preset)
         lead = get_preset(comparison.preset).lead
         if lead:  # the report opens with these maps (report/lead.py): it reads them here, not from the presets
-            results["lead"] = [list(item) for item in lead]
-        results["size"] = comparison.size
+            results.set_lead(lead)
+        results.set_size(comparison.size)
         if comparison.left_out:
-            results.setdefault("left_out", {}).update(comparison.left_out)
-        if options.command and options.command not in results["commands"]:
-            results["commands"].append(options.command)
+            results.add_left_out(comparison.left_out)
+        results.add_command(options.command)
         for task in comparison.tasks:
             if task.label:
-                results["labels"][task.key] = task.label
+                results.set_label(task.key, task.label)
         threads = options.threads
         if options.jobs > 1:
             threads = threads or max(1, (os.cpu_count() or 1) // options.jobs)
         else:
             set_threads(threads)  # the runs train in this process
-        results["machine"]["parallel_runs"] = options.jobs
+        results.set_machine(parallel_runs=options.jobs)
         if threads:
-            results["machine"]["torch_threads"] = threads
+            results.set_machine(torch_threads=threads)
         return cls(comparison, results, hooks, options.jobs, threads, options.heatmaps, options.allow_other_code)
 
     def log(self, line: str) -> None:
         self.hooks.log(line)
 
     def save(self) -> None:
-        save_results(self.results, self.comparison.out)
+        self.results.save(self.comparison.out)
 
-    def run(self) -> dict:
+    def run(self) -> Results:
         """Train what is left, then write the report; returns the results. Stopped by a signal (Ctrl-C, SIGTERM),
         it saves what finished and raises KeyboardInterrupt."""
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         plan = plan_runs(self.comparison, self.results)
         plan.log_kept(self.comparison.out / FILENAME, self.log)
-        recorded = {run_key(r) for r in self.results["runs"] if not failed(r)}
+        recorded = {run_key(r) for r in self.results.runs if not failed(r)}
         joining = [run for run in plan.runs if (run.task, run.data, run.kind, run.seed) not in recorded]
         if joining and not self.allow_other_code:  # trained here or found finished in their folders: new records
             check_same_code(self.results, self.comparison.out / FILENAME)
@@ -171,11 +170,10 @@ class _Session:
             raise
         finally:
             elapsed = time.perf_counter() - t0
-            self.results["wall_time_s"] = float(self.results.get("wall_time_s") or 0.0) + elapsed
-            self.results["sessions"].append({"id": uuid.uuid4().hex, "started": started.isoformat(timespec="seconds"),
-                                             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                             "wall_time_s": round(elapsed, 1), "code": code_provenance()})
-            self.results["rendered_by"] = code_provenance()
+            self.results.add_session({"id": uuid.uuid4().hex, "started": started.isoformat(timespec="seconds"),
+                                      "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                      "wall_time_s": elapsed, "code": code_provenance()})
+            self.results.set_rendered_by(code_provenance())
             self.save()
         if not finished:  # a run stopped by a signal: so does the command (a scale study's next widths too)
             raise KeyboardInterrupt("a run was stopped by a signal")
@@ -205,7 +203,7 @@ class _Session:
         (not among the runs: they are no task of the report). Returns ``{(kind, seed): (run folder, error
         or None)}``, or None when stopped by a signal."""
         out, done = self.comparison.out, {}
-        kept = {(r["attention"], r.get("seed", 0)): r for r in self.results.get("pretraining", [])}
+        kept = {(r["attention"], r.get("seed", 0)): r for r in self.results.pretraining}
         with contextlib.closing(self._finished(runs, "pretraining ")) as finished:
             for item, record, _ in finished:
                 if record is None:
@@ -214,7 +212,7 @@ class _Session:
                 record = {k: v for k, v in record.items() if k not in ("per_example", "config", "provenance")}
                 record["run_dir"] = str(item.folder.relative_to(out))
                 kept[(item.kind, item.seed)] = record
-                self.results["pretraining"] = list(kept.values())
+                self.results.set_pretraining(list(kept.values()))
                 self.save()
                 done[(item.kind, item.seed)] = (item.folder, record.get("error"))
         return done
@@ -228,8 +226,8 @@ class _Session:
             if error is None:
                 ready.append(from_pretrained(item, folder))
             else:
-                put_run(self.results, failure(item, f"its pretraining run {folder.relative_to(self.comparison.out)} "
-                                                    f"failed: {error}"))
+                self.results.put_run(failure(item, f"its pretraining run {folder.relative_to(self.comparison.out)} "
+                                                   f"failed: {error}"))
         return ready
 
     def _finished(self, runs: list[PlannedRun], stage: str) -> Iterator[tuple[PlannedRun, dict | None, float]]:
@@ -262,7 +260,7 @@ class _Session:
         speed = window_speed(item.folder / LOG_FILE)
         if speed is not None:
             record["train_tokens_per_s_median"] = speed
-        put_run(self.results, record)
+        self.results.put_run(record)
 
     def _finish(self) -> None:
         """The GLUE-style average (a pretrained preset), the attention maps, then the report."""
@@ -282,10 +280,10 @@ class _Session:
         """Attention maps of the first seed of every kind that trained, once (kept in results.json); ``only``:
         of that run record alone, if its kind has none yet."""
         results, out = self.results, self.comparison.out
-        for run in [only] if only is not None else sorted(results["runs"], key=lambda r: r.get("seed", 0)):
+        for run in [only] if only is not None else sorted(results.runs, key=lambda r: r.get("seed", 0)):
             if failed(run) or "run_dir" not in run:
                 continue
-            maps = results["attention"].setdefault(group_key(run["task"], run["data"]), {})
+            maps = results.maps_of(group_key(run["task"], run["data"]))
             if run["attention"] in maps:
                 continue
             try:

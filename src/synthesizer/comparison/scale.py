@@ -19,7 +19,8 @@ from typing import Callable
 from ..errors import positive_int
 from ..report.scale import WIDTH_PREFIX, write_scale_report
 from ..runs.lock import study_lock
-from .plan import Options, comparison_folder as study_folder
+from ..runs.results import Results
+from .plan import Options, StudyResults, comparison_folder as study_folder
 from .presets import get_preset
 
 FFN_RATIO = 4  # d_ff = 4 d_model at every width, as in the paper's (and most) Transformers
@@ -46,15 +47,15 @@ def at_width(options: Options, width: int, seeds: int | None = None) -> Options:
                                seeds=options.seeds if seeds is None else seeds)
 
 
-def compare_widths(options: Options, hooks, compare_fn: Callable) -> dict:
+def compare_widths(options: Options, hooks, compare_fn: Callable) -> StudyResults:
     """Train the comparison at every width of :func:`widths_of`, seed round by seed round, with
     ``compare_fn(options, hooks)`` (run.compare); the report across widths is rewritten after each width.
-    Returns ``{"widths": {W: results}, "runs": every run}``; the last round's timing only (``hooks.time_fn``)."""
+    Returns each width's results (by width) and every run; the last round's timing only (``hooks.time_fn``)."""
     widths = widths_of(options)
     positive_int("--seeds", options.seeds)
     out = study_folder(options)
     out.mkdir(parents=True, exist_ok=True)
-    done: dict[int, dict] = {}
+    done: dict[int, Results] = {}
     with study_lock(out):
         for seeds in range(1, options.seeds + 1):
             last = seeds == options.seeds
@@ -64,4 +65,4 @@ def compare_widths(options: Options, hooks, compare_fn: Callable) -> dict:
                 done[width] = compare_fn(at_width(options, width, seeds), round_hooks)
                 md = write_scale_report(out)
                 hooks.log(f"scale report: {md}")
-    return {"widths": done, "runs": [run for results in done.values() for run in results["runs"]]}
+    return StudyResults.of(done)

@@ -39,6 +39,7 @@ from ..bench.timing import interleaved_medians
 from ..models import ModelConfig
 from ..models.config import parse_attention, stack_kinds
 from ..runs.files import group_key
+from ..runs.results import Results
 
 FACTORIZED = {"factorized_random": "random", "factorized_dense": "dense"}  # claim 3's pairs
 SAVING_LENGTHS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -159,20 +160,20 @@ def time_group(kinds: list[str], shape: dict, repeats: int = REPEATS, warmup: in
             "params": {k: saves_from(k, shape) for k in kinds if k in FACTORIZED and FACTORIZED[k] in kinds}}
 
 
-def add_timings(results: dict, log: Callable[[str], None] = print) -> dict:
+def add_timings(results: Results, log: Callable[[str], None] = print) -> Results:
     """Time the kinds of every group of ``results`` one at a time (:func:`time_group`) and store the records
-    in ``results["timings"]``; returns ``results``."""
+    in its timings; returns ``results``."""
     groups: dict[str, tuple[dict, list[str]]] = {}
-    for record in results["runs"]:
+    for record in results.runs:
         if record.get("task") in SKIPPED_TASKS or "config" not in record:
             continue
         key = group_key(record["task"], record["data"])
         config, kinds = groups.setdefault(key, (record["config"], []))
         if record["attention"] not in kinds:
             kinds.append(record["attention"])
-    timings = results.setdefault("timings", {})
+    results.start_timings()
     for key, (config, kinds) in groups.items():
         shape = task_shape(config)
         log(f"timing {key}: {len(kinds)} kinds one at a time, batch {shape['batch']} x {shape['seq']} tokens")
-        timings[key] = time_group(kinds, shape)
+        results.set_timing(key, time_group(kinds, shape))
     return results

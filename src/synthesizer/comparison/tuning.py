@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Callable
 
-from ..report.results import failed
+from ..runs.results import Results, failed
 from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, group_key, read_json, write_json
 from ..runs.lock import FolderLock
 from .carry import carry_runs
@@ -60,11 +60,11 @@ def _valid_loss(record: dict) -> float | None:
     return float(loss) if isinstance(loss, (int, float)) and math.isfinite(loss) else None
 
 
-def sweep_table(sweep: dict[float, dict]) -> dict[str, dict[str, dict[str, float | None]]]:
+def sweep_table(sweep: dict[float, Results]) -> dict[str, dict[str, dict[str, float | None]]]:
     """``{task group: {kind: {rate: validation loss or None}}}`` of the first seed at every rate."""
     table: dict[str, dict[str, dict[str, float | None]]] = {}
     for lr, results in sweep.items():
-        for record in results["runs"]:
+        for record in results.runs:
             if record.get("seed", 0) != 0:
                 continue
             key = group_key(record["task"], record["data"])
@@ -125,11 +125,11 @@ def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float, 
 MAX_EXTENSIONS = 2  # rates added past either end of the grid for a kind whose best is there, at most
 
 
-def _sweep(options: Options, hooks, compare_fn: Callable, out: Path, lrs: tuple[float, ...]) -> dict[float, dict]:
+def _sweep(options: Options, hooks, compare_fn: Callable, out: Path, lrs: tuple[float, ...]) -> dict[float, Results]:
     """Seed 0 of every kind at every rate, then, for a kind whose best rate is at an end of what it was
     tried at, the next rate past that end (at most ``MAX_EXTENSIONS`` times); ``tuning.json`` after each."""
     quiet = dataclasses.replace(hooks, time_fn=None)
-    sweep: dict[float, dict] = {}
+    sweep: dict[float, Results] = {}
 
     def train(lr: float, kinds: list[str] | None) -> None:
         hooks.log(f"learning rate {lr!r}, seed 0{'' if kinds is None else ' of ' + ', '.join(kinds)}: "
@@ -155,7 +155,7 @@ def _sweep(options: Options, hooks, compare_fn: Callable, out: Path, lrs: tuple[
     return sweep
 
 
-def compare_lrs(options: Options, hooks, compare_fn: Callable) -> dict:
+def compare_lrs(options: Options, hooks, compare_fn: Callable) -> Results:
     """The sweep (``OUT/lr-*``, first seed, no timing; extended past an end of the grid where a kind's
     best rate lies there), the choice, then the tuned comparison (``OUT/tuned``, every seed, timed as any
     comparison), each with ``compare_fn(options, hooks)``. Returns the tuned comparison's results."""

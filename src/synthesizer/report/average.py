@@ -7,24 +7,24 @@
 from __future__ import annotations
 
 from .claims import GLUE_DATA, GLUE_TASK, trivial_key
-from .results import failed, put_run
+from ..runs.results import Results, failed
 from .tables import group_key
 
 
-def put_averages(results: dict, keys: list[str], kinds: list[str], seeds: int) -> None:
+def put_averages(results: Results, keys: list[str], kinds: list[str], seeds: int) -> None:
     """Add the GLUE-style average of every (kind, seed) fine-tuned on all the groups ``keys``: a record of
     group ``glue-average`` whose test metric is the mean of the tasks' test metrics (the trivial predictor:
     the mean of theirs), with per-example statistics weighted so that their mean is that average (each task
     counts once, whatever its size; the bootstrap then resamples the pooled test examples)."""
-    runs = {(group_key(r["task"], r["data"]), r["attention"], r.get("seed", 0)): r for r in results["runs"]}
+    runs = {(group_key(r["task"], r["data"]), r["attention"], r.get("seed", 0)): r for r in results.runs}
     for kind in kinds:
         for seed in range(seeds):
             parts = [runs.get((key, kind, seed)) for key in keys]
             if any(p is None for p in parts):
                 continue
             record = glue_average(parts, kind, seed)
-            put_run(results, record)
-    results["labels"][group_key(GLUE_TASK, GLUE_DATA)] = f"GLUE-style average over {len(keys)} fine-tuned tasks"
+            results.put_run(record)
+    results.set_label(group_key(GLUE_TASK, GLUE_DATA), f"GLUE-style average over {len(keys)} fine-tuned tasks")
 
 
 def glue_average(parts: list[dict], kind: str, seed: int) -> dict:

@@ -22,10 +22,11 @@ import statistics
 from pathlib import Path
 
 from . import plots
+from ..runs.results import FILENAME, Results, failed
+from .analysis import analyse
 from .claims import evaluate_claims, verdict_label
 from .groups import build_groups
 from .render import Block, write_report
-from .results import FILENAME, describe_code, failed, load_results
 from .stats import paired_t_interval
 from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, TUNED, TUNING_FILE, group_key, read_json
 
@@ -33,12 +34,12 @@ CLAIMS_READ = (1, 2, 4)  # the claims the study re-judges: the pure synthesizers
 REFERENCE_SCHEME = "learned"  # the committed comparisons' vanilla
 
 
-def strongest(schemes: tuple[str, ...], results: dict[str, dict | None]) -> str:
+def strongest(schemes: tuple[str, ...], results: dict[str, Results | None]) -> str:
     """The scheme whose vanilla's seed 0 ended with the lowest validation loss (the study's rule, which
     the report states); ValueError where none finished."""
     losses = {}
     for scheme in schemes:
-        for record in (results.get(scheme) or {"runs": []})["runs"]:
+        for record in results[scheme].runs if results.get(scheme) else []:
             loss = (record.get("valid_metrics") or {}).get("loss")
             if record.get("seed", 0) == 0 and not failed(record) and not record.get("diverged") and loss is not None:
                 losses[scheme] = float(loss)
@@ -47,16 +48,16 @@ def strongest(schemes: tuple[str, ...], results: dict[str, dict | None]) -> str:
     return min(losses, key=losses.get)
 
 
-def _results(folder: Path) -> dict | None:
-    return load_results(folder / FILENAME) if (folder / FILENAME).is_file() else None
+def _results(folder: Path) -> Results | None:
+    return Results.load(folder) if Results.exists(folder) else None
 
 
-def _scores(results: dict | None, kind: str) -> dict[int, float]:
+def _scores(results: Results | None, kind: str) -> dict[int, float]:
     """{seed: primary test metric} of a kind's finished runs."""
     if results is None:
         return {}
     out = {}
-    for r in results["runs"]:
+    for r in results.runs:
         if r["attention"] == kind and not failed(r):
             value = r["test_metrics"].get(r["primary_metric"])
             if value is not None:
@@ -64,8 +65,8 @@ def _scores(results: dict | None, kind: str) -> dict[int, float]:
     return out
 
 
-def _metric(results: dict | None) -> tuple[str, bool]:
-    for r in (results or {}).get("runs", []):
+def _metric(results: Results | None) -> tuple[str, bool]:
+    for r in results.runs if results else []:
         if not failed(r):
             return r["primary_metric"], r["higher_is_better"]
     return "score", True
@@ -132,11 +133,11 @@ def _rate_blocks(tuning: dict, folder: Path) -> list[Block]:
             ("table", ["kind", *lrs, "chosen"], rows), *pictures]
 
 
-def _verdicts(runs: list[dict], timings: dict | None) -> dict[int, str]:
-    return {v.number: verdict_label(v) for v in evaluate_claims(build_groups(runs, timings))}
+def _labels(verdicts: list) -> dict[int, str]:
+    return {v.number: verdict_label(v) for v in verdicts}
 
 
-def _tuned_blocks(tuned: dict, metric: str, better: str, before: list[dict]) -> list[Block]:
+def _tuned_blocks(tuned: Results, metric: str, better: str, before: list[Results]) -> list[Block]:
     """(b) dense+vanilla against the strongest tuned vanilla, and (c) the claims on the tuned comparison,
     beside their verdicts on ``before`` (the comparisons the study re-judges, where given)."""
     vanilla, dense_vanilla, none = (_scores(tuned, k) for k in ("vanilla", "dense+vanilla", "none"))
@@ -147,22 +148,23 @@ def _tuned_blocks(tuned: dict, metric: str, better: str, before: list[dict]) -> 
             lead = statistics.fmean(vanilla.values()) - statistics.fmean(dense_vanilla.values())
             items.append(f"vanilla's gain over `none` (what its attention adds): {abs(gain):.4g}; dense+vanilla's "
                          f"lead over vanilla is {100 * lead / gain:+.0f}% of it ({better} {metric} is better)")
-    after = _verdicts(tuned["runs"], tuned.get("timings"))
-    keys = {group_key(r["task"], r["data"]) for r in tuned["runs"]}
+    after = _labels(analyse(tuned).verdicts)
+    keys = {group_key(r["task"], r["data"]) for r in tuned.runs}
     blocks = [("h3", "(b) dense+vanilla against the strongest vanilla"), ("list", items),
               ("h3", "(c) The claims against the strongest tuned vanilla"),
               ("p", f"Verdicts of [the tuned comparison's report]({TUNED}/report.md), which gives each one's reasons.")]
     if not before:
         return blocks + [("table", ["claim", "verdict"], [[str(n), after.get(n, "—")] for n in CLAIMS_READ])]
-    earlier = _verdicts([r for results in before for r in results["runs"] if group_key(r["task"], r["data"]) in keys],
-                        None)
+    # the same tasks' runs of several comparisons, judged together: not one results file's analysis
+    earlier = _labels(evaluate_claims(build_groups(
+        [r for results in before for r in results.runs if group_key(r["task"], r["data"]) in keys])))
     return blocks + [("p", "Before: the same task in the comparison the study re-judges (learned absolute positions, "
                            "every kind at vanilla's rate; its speed checks are left out here)."),
                      ("table", ["claim", "before", "against the strongest tuned vanilla"],
                       [[str(n), earlier.get(n, "—"), after.get(n, "—")] for n in CLAIMS_READ])]
 
 
-def _matched_blocks(folder: Path, tuned: dict, matched_d_ff: dict, metric: str) -> list[Block]:
+def _matched_blocks(folder: Path, tuned: Results, matched_d_ff: dict, metric: str) -> list[Block]:
     """Each kind with at least 10% more parameters than vanilla against a vanilla of its size."""
     rows = []
     for path in sorted(folder.glob(f"{MATCHED_PREFIX}*")):
@@ -179,7 +181,7 @@ def _matched_blocks(folder: Path, tuned: dict, matched_d_ff: dict, metric: str) 
                        "kind minus wide vanilla"], rows)]
 
 
-def _task_blocks(folder: Path, before: list[dict]) -> list[Block]:
+def _task_blocks(folder: Path, before: list[Results]) -> list[Block]:
     study = read_json(folder / STUDY_FILE) if (folder / STUDY_FILE).is_file() else {}
     tuning = read_json(folder / TUNING_FILE) if (folder / TUNING_FILE).is_file() else {}
     found = {p.name[len(POSITIONS_PREFIX):]: _results(p) for p in folder.glob(f"{POSITIONS_PREFIX}*")}
@@ -214,14 +216,13 @@ def write_baselines_report(root: str | Path, against: list[str | Path] = ()) -> 
     """Write ``ROOT/report.md`` (and report.html) from the study's folders; ``against``: comparison folders
     (the committed ones the study re-judges) whose verdicts on the same tasks stand beside the new ones."""
     root = Path(root)
-    before = [load_results(Path(folder) / FILENAME) for folder in against]
+    before = [Results.load(Path(folder) / FILENAME) for folder in against]
     folders = task_folders(root)
     if not folders:
         raise ValueError(f"{root}: no task folder with {POSITIONS_PREFIX}*/{FILENAME}, so no baselines study to report")
-    parts = [load_results(sub / FILENAME) for f in folders for sub in sorted(f.iterdir()) if (sub / FILENAME).is_file()]
-    code = sorted({describe_code((r.get("provenance") or {}).get("code")) for results in parts
-                   for r in results["runs"] if (r.get("provenance") or {}).get("code")})
-    commands = dict.fromkeys(c for results in parts for c in results.get("commands", []))
+    parts = [Results.load(sub) for f in folders for sub in sorted(f.iterdir()) if Results.exists(sub)]
+    code = sorted({name for results in parts for name in results.code})
+    commands = dict.fromkeys(c for results in parts for c in results.commands)
     blocks: list[Block] = [
         ("h1", "Synthesizer baselines study: the strongest vanilla, every kind at its best learning rate"),
         ("list", [f"tasks: {', '.join(f.name for f in folders)}", *[f"command: `{c}`" for c in commands],

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from . import plots
 from .lead import lead_blocks
+from .analysis import Analysis, analyse
 from .claims import (MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, USE_NOT_MEASURED, Verdict,
-                     attention_notes, evaluate_claims, verdict_label)
+                     verdict_label)
 from .render import Block, write_report
-from .results import data_fingerprint, describe_code, save_results
-from .groups import build_groups
+from ..runs.results import Results, data_fingerprint, describe_code
 from .hybrid import hybrid_blocks
 from .tables import Group, group_key, group_label, table_rows
 
@@ -28,11 +28,11 @@ def minutes(seconds: float) -> str:
 HASH_CHARS = 12  # of a sha256 shown in the header; results.json holds the whole hash
 
 
-def provenance_items(results: dict) -> list[str]:
+def provenance_items(results: Results) -> list[str]:
     """The header's lines on what made the numbers: the code every run was trained with (version, commit,
     "modified"; "not recorded" before runs recorded it), the code rendering the report, and per task the
     data's origin, its split hashes and the tokenizer's hash (docs/reproduce.md checks a copy against them)."""
-    runs = [r for r in results["runs"] if r.get("provenance")]
+    runs = results.provenance
     trained: dict[str, int] = {}
     for r in runs:
         code = r["provenance"].get("code")
@@ -41,8 +41,8 @@ def provenance_items(results: dict) -> list[str]:
     items = []
     if trained:
         items.append("trained by: " + "; ".join(f"{name} ({n} runs)" for name, n in trained.items()))
-    if results.get("rendered_by"):  # set by whoever renders (the comparison), which may run git; the report does not
-        items.append(f"rendered by: {describe_code(results['rendered_by'])}")
+    if results.rendered_by:  # set by whoever renders (the comparison), which may run git; the report does not
+        items.append(f"rendered by: {describe_code(results.rendered_by)}")
     seen = set()
     for r in runs:
         key = group_key(r["task"], r["data"])
@@ -59,22 +59,22 @@ def provenance_items(results: dict) -> list[str]:
     return items
 
 
-def _header(results: dict) -> list[Block]:
-    presets = ", ".join(results.get("presets") or ["(runs given)"])
-    m = results.get("machine", {})
+def _header(results: Results) -> list[Block]:
+    presets = ", ".join(results.presets or ["(runs given)"])
+    m = results.machine
     machine = f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, torch {m.get('torch', '?')} ({m.get('torch_threads', '?')} threads)"
     if m.get("gpu"):
         machine += f", GPU {m['gpu']}"
     if (m.get("parallel_runs") or 1) > 1:
         machine += f"; {m['parallel_runs']} runs trained at a time"
-    seeds = sorted({int(r.get("seed", 0)) for r in results["runs"]})
-    blocks: list[Block] = [("h1", f"Synthesizer comparison: {presets} ({results.get('size') or 'custom'} size)")]
-    items = [f"command: `{c}`" for c in results.get("commands", [])]
+    seeds = results.seeds
+    blocks: list[Block] = [("h1", f"Synthesizer comparison: {presets} ({results.size or 'custom'} size)")]
+    items = [f"command: `{c}`" for c in results.commands]
     items += [f"machine: {machine}",
-              f"wall time: {minutes(results.get('wall_time_s', 0.0))} in all (every invocation of the command, "
+              f"wall time: {minutes(results.wall_time_s)} in all (every invocation of the command, "
               "including data loading, tokenizer training and evaluation)",
               f"seeds: {', '.join(map(str, seeds)) or 'none'}"]
-    loads = [r["load_average_1min"] for r in results["runs"] if r.get("load_average_1min") is not None]
+    loads = results.load_averages
     if loads:
         items.append(f"machine load (1-minute load average at the end of each run): {min(loads):.1f} to "
                      f"{max(loads):.1f} on {m.get('cores', '?')} cores; speeds of runs made under different loads "
@@ -83,10 +83,10 @@ def _header(results: dict) -> list[Block]:
         items.append(f"speeds: runs trained {m['parallel_runs']} at a time, so a run's speed also depends on the run "
                      "beside it; `synthesizer bench model` times the variants one at a time")
     items += provenance_items(results)
-    for config, why in (results.get("left_out") or {}).items():
+    for config, why in results.left_out.items():
         items.append(f"left out at this size: `{config}` ({why})")
-    if results.get("sessions"):
-        items.append(f"finished: {results['sessions'][-1].get('finished', '?')}")
+    if results.sessions:
+        items.append(f"finished: {results.sessions[-1].get('finished', '?')}")
     blocks.append(("list", items))
     blocks.append(("p", "Every variant of a task trains with the same data, tokenizer, model size, step budget and "
                         "seeds; only the attention differs. Test metrics come from the checkpoint with the best "
@@ -206,30 +206,31 @@ def _claim_blocks(verdicts: list[Verdict], notes: list[str] = ()) -> list[Block]
     return blocks
 
 
-def build_report(results: dict, folder: str | Path) -> tuple[Path, Path]:
-    """Draw the plots and write report.md, report.html and results.json into ``folder``."""
+def build_report(results: Results, folder: str | Path, analysis: Analysis | None = None) -> tuple[Path, Path]:
+    """Draw the plots and write report.md, report.html and results.json into ``folder``; ``analysis``: the
+    results' :func:`analyse` (made here where not given)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    groups = build_groups(results["runs"], results.get("timings"))
+    analysis = analysis or analyse(results)
+    groups = analysis.groups
     blocks = _header(results) + lead_blocks(results, groups, folder, minutes)  # empty unless the preset has a lead
-    pretraining = results.get("pretraining") or []
-    for group in build_groups(pretraining):  # a pretrained preset's first step
+    pretraining = results.pretraining
+    for group in analysis.pretraining:  # a pretrained preset's first step
         runs = [r for r in pretraining if group_key(r["task"], r["data"]) == group.key]
-        group_blocks = _group_blocks(group, runs, {}, group_label(group, results.get("labels", {})), folder)
+        group_blocks = _group_blocks(group, runs, {}, group_label(group, results.labels), folder)
         group_blocks.insert(1, ("p", "Every kind and seed was pretrained once with this objective; each task below "
                                      "fine-tunes the encoder of the run of its own kind and seed. The test loss is "
                                      "per target token on the corpora's test splits. No claim is judged on it."))
         blocks += group_blocks
     for group in groups:
-        runs = [r for r in results["runs"] if group_key(r["task"], r["data"]) == group.key]
-        blocks += _group_blocks(group, runs, results.get("attention", {}).get(group.key, {}),
-                                group_label(group, results.get("labels", {})), folder)
-    blocks += hybrid_blocks(groups, results["runs"], results.get("labels", {}))  # [] without a kind per layer
-    blocks += _claim_blocks(evaluate_claims(groups), attention_notes(groups))
+        blocks += _group_blocks(group, results.runs_of(group.key), results.attention.get(group.key, {}),
+                                group_label(group, results.labels), folder)
+    blocks += hybrid_blocks(groups, results.runs, results.labels)  # [] without a kind per layer
+    blocks += _claim_blocks(analysis.verdicts, analysis.notes)
     blocks += [("h2", "Raw data"),
                ("p", "`results.json` holds every run's raw record (config, test and validation metrics, curves, "
                      "mixture weights, parameters, timings) and the attention maps drawn above. Re-render or merge "
                      "reports with `synthesizer compare --render DIR [DIR ...] --out NEW_DIR`.")]
-    save_results(results, folder)
-    title = f"Synthesizer comparison: {', '.join(results.get('presets') or ['runs'])}"
+    results.save(folder)
+    title = f"Synthesizer comparison: {', '.join(results.presets or ['runs'])}"
     return write_report(blocks, folder, title)

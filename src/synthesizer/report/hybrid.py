@@ -23,7 +23,7 @@ import math
 from ..attention.names import LAYER_SEPARATOR, layer_parts
 from ..data.generated import DIAGNOSTIC_CORPORA
 from .render import Block
-from .results import failed
+from ..runs.results import failed
 from .tables import LEARNED_ACCURACY, Group, Share, fmt_count, fmt_metric, group_key, group_label
 
 CLOSE = 0.9  # a share of vanilla's gain over `none` from which a kind "comes close" to vanilla

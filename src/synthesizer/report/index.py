@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .claims import CLAIMS, evaluate_claims, verdict_label
-from .groups import build_groups
-from .results import FILENAME, load_results
+from ..runs.results import FILENAME, Results
+from .analysis import analyse
+from .claims import CLAIMS, verdict_label
 
 BEGIN = "<!-- verdicts: generated from each folder's results.json by `synthesizer compare --index`; do not edit -->"
 END = "<!-- end of the generated verdicts -->"
@@ -32,7 +32,7 @@ def judged_folders(root: Path) -> list[Path]:
     """The comparison folders under ``root`` judged in the table: ``standard`` size, not the diagnostics; in
     ``ORDER``, then any others by name."""
     found = [p.parent for p in sorted(root.glob(f"*/{FILENAME}")) if p.parent.name not in NOT_JUDGED]
-    found = [f for f in found if load_results(f).get("size") == JUDGED_SIZE]
+    found = [f for f in found if Results.load(f).size == JUDGED_SIZE]
     return sorted(found, key=lambda f: (ORDER.index(f.name) if f.name in ORDER else len(ORDER), f.name))
 
 
@@ -40,11 +40,9 @@ def verdict_table(root: Path) -> str:
     """The markdown table of every claim's verdict label on every judged folder under ``root``."""
     columns, cells = [], []
     for folder in judged_folders(root):
-        results = load_results(folder)
-        seeds = len({int(r.get("seed", 0)) for r in results["runs"]})
-        columns.append(f"[{folder.name}]({folder.name}/report.md), {seeds} seeds")
-        verdicts = evaluate_claims(build_groups(results["runs"], results.get("timings")))
-        cells.append({v.number: verdict_label(v) for v in verdicts})
+        results = Results.load(folder)
+        columns.append(f"[{folder.name}]({folder.name}/report.md), {len(results.seeds)} seeds")
+        cells.append({v.number: verdict_label(v) for v in analyse(results).verdicts})
     lines = ["| claim of the paper | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for claim in CLAIMS:
         lines.append(f"| {claim.number}. {SHORT[claim.number]} | " + " | ".join(c[claim.number] for c in cells) + " |")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..runs.results import Results
 from . import plots
 from .claims import NONE_KIND
 from .render import Block
@@ -19,13 +20,6 @@ from .tables import Group, group_label, table_rows
 LEAD_FIGURE = "demo-attention.png"
 LEAD_TABLE = "demo-table.md"
 LEARNED_SHARE = 0.9  # of vanilla's score (higher-is-better metrics): "learned" needs at least this much
-
-
-def lead_preset(results: dict) -> list[tuple[str, str, str]] | None:
-    """The lead of ``results``: its (corpus, kind, what it shows) pairs, which the comparison copies from its
-    preset into results.json (``"lead"``); None where it names none."""
-    lead = results.get("lead")
-    return [tuple(item) for item in lead] if lead else None
 
 
 def learned(group: Group, kind: str) -> bool | None:
@@ -55,18 +49,18 @@ def reading(groups: list[Group], labels: dict[str, str]) -> list[str]:
     return lines
 
 
-def lead_blocks(results: dict, groups: list[Group], folder: Path, minutes) -> list[Block]:
+def lead_blocks(results: Results, groups: list[Group], folder: Path, minutes) -> list[Block]:
     """The report's opening section (empty unless a preset of ``results`` names a lead); writes the picture
     ``LEAD_FIGURE`` and the table ``LEAD_TABLE`` into ``folder``. ``minutes``: the wall-time formatter."""
-    lead = lead_preset(results)
+    lead = results.lead  # its (corpus, kind, what it shows) pairs, which the comparison copies from its preset
     if lead is None:
         return []
-    labels = results.get("labels", {})
+    labels = results.labels
     by_data = {g.data: g for g in groups}
     panels, said = [], []
     for data, kind, what in lead:
         group = by_data.get(data)
-        maps = (results.get("attention") or {}).get(group.key, {}).get(kind) if group else None
+        maps = results.attention.get(group.key, {}).get(kind) if group else None
         if maps:
             panels.append((f"{kind} on {group_label(group, labels)}: {what}", maps))
             said.append(f"`{kind}` on {group_label(group, labels)} ({what})")
@@ -80,14 +74,14 @@ def lead_blocks(results: dict, groups: list[Group], folder: Path, minutes) -> li
     return blocks
 
 
-def _write_table(results: dict, groups: list[Group], path: Path, minutes) -> None:
+def _write_table(results: Results, groups: list[Group], path: Path, minutes) -> None:
     """The tables of every task, the command and the wall time, as markdown."""
-    labels = results.get("labels", {})
-    lines = [f"Command: `{c}`" for c in results.get("commands", [])]
-    cores = (results.get("machine") or {}).get("cores", "?")
-    loads = [r["load_average_1min"] for r in results["runs"] if r.get("load_average_1min") is not None]
+    labels = results.labels
+    lines = [f"Command: `{c}`" for c in results.commands]
+    cores = (results.machine or {}).get("cores", "?")
+    loads = results.load_averages
     load = f"; 1-minute load average {min(loads):.1f} to {max(loads):.1f} on {cores} cores" if loads else ""
-    lines += [f"Wall time: {minutes(results.get('wall_time_s', 0.0))} (training, evaluation, pictures{load}).", ""]
+    lines += [f"Wall time: {minutes(results.wall_time_s)} (training, evaluation, pictures{load}).", ""]
     for group in groups:
         header, rows = table_rows(group)
         lines += [f"**{group_label(group, labels)}** (`{group.key}`)", "", "| " + " | ".join(header) + " |",
@@ -97,9 +91,9 @@ def _write_table(results: dict, groups: list[Group], path: Path, minutes) -> Non
     path.write_text("\n".join(lines))
 
 
-def lead_text(results: dict, groups: list[Group]) -> str:
+def lead_text(results: Results, groups: list[Group]) -> str:
     """The terminal version of the reading (the tables are printed beside it)."""
-    return "\n".join(line.replace("**", "") for line in reading(groups, results.get("labels", {})))
+    return "\n".join(line.replace("**", "") for line in reading(groups, results.labels))
 
 
 

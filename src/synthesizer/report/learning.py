@@ -26,7 +26,7 @@ import numpy as np
 
 from .claims import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, GLUE_TASK, MIN_SEEDS, TRIVIAL_NAMES, Scale, trivial_key
 from .learning_facts import Flatness, Learning, Margin
-from .results import failed
+from ..runs.results import failed
 from .stats import bootstrap_metric, per_example_of, t_interval
 from .tables import Group
 

@@ -29,11 +29,11 @@ from pathlib import Path
 
 from ..data.generated import DIAGNOSTIC_CORPORA
 from . import plots
-from .claims import CLAIMS, NONE_KIND, evaluate_claims, verdict_label
+from ..runs.results import FILENAME, Results, failed
+from .analysis import Analysis, analyse
+from .claims import CLAIMS, NONE_KIND, verdict_label
 from .document import minutes
-from .groups import build_groups
 from .render import Block, write_report
-from .results import FILENAME, describe_code, failed, load_results
 from .tables import LEARNED_ACCURACY, Group, Share, fmt_metric, group_key, group_label
 from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, read_json
 
@@ -49,16 +49,16 @@ def width_folders(root: str | Path) -> dict[int, Path]:
     for folder in Path(root).glob(f"{WIDTH_PREFIX}*"):
         suffix = folder.name[len(WIDTH_PREFIX):]
         for results in (folder, folder / TUNED):
-            if suffix.isdigit() and (results / FILENAME).is_file():
+            if suffix.isdigit() and Results.exists(results):
                 found[int(suffix)] = results
                 break
     return dict(sorted(found.items()))
 
 
-def recorded_width(results: dict, folder: Path) -> int:
+def recorded_width(results: Results, folder: Path) -> int:
     """The model width that the runs of a width folder's ``results`` record (their config's ``model.d_model``):
     what the report states, whatever the folder is called. ValueError where they record none, or several."""
-    widths = {((r.get("config") or {}).get("model") or {}).get("d_model") for r in results["runs"] if not failed(r)}
+    widths = {((r.get("config") or {}).get("model") or {}).get("d_model") for r in results.runs if not failed(r)}
     widths.discard(None)
     if len(widths) != 1 or not all(isinstance(w, int) for w in widths):
         found = f"the widths {', '.join(map(str, sorted(widths, key=str)))}" if widths else "no model.d_model"
@@ -69,18 +69,19 @@ def recorded_width(results: dict, folder: Path) -> int:
 
 def is_scale_folder(root: str | Path) -> bool:
     """A scale study's folder: width folders, and no results.json of its own."""
-    return not (Path(root) / FILENAME).exists() and bool(width_folders(root))
+    return not Results.exists(root) and bool(width_folders(root))
 
 
 class Study:
-    """The widths' results and their groups: ``groups[key][W]`` is task ``key``'s :class:`Group` at width W."""
+    """The widths' results and their analyses (``analyses[W]``, as width W's own report makes it) and groups:
+    ``groups[key][W]`` is task ``key``'s :class:`Group` at width W."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
-        self.results: dict[int, dict] = {}
+        self.results: dict[int, Results] = {}
         self.folders: dict[int, Path] = {}  # each width's folder, found by its name; its width is its runs'
         for folder in width_folders(root).values():
-            results = load_results(folder)
+            results = Results.load(folder)
             width = recorded_width(results, folder)
             if width in self.folders:
                 raise ValueError(f"{folder} and {self.folders[width]} both hold runs of width {width} (their records' "
@@ -90,15 +91,16 @@ class Study:
             raise ValueError(f"{root}: no {WIDTH_PREFIX}W/{FILENAME} folders, so no scale study to report")
         self.results = dict(sorted(self.results.items()))
         self.widths = list(self.results)
+        self.analyses: dict[int, Analysis] = {width: analyse(results) for width, results in self.results.items()}
         self.groups: dict[str, dict[int, Group]] = {}
         self.labels: dict[str, str] = {}
         for width, results in self.results.items():
-            for group in build_groups(results["runs"], results.get("timings")):
+            for group in self.analyses[width].groups:
                 self.groups.setdefault(group.key, {})[width] = group
-            self.labels.update(results.get("labels", {}))
+            self.labels.update(results.labels)
 
     def runs(self, width: int, key: str) -> list[dict]:
-        return [r for r in self.results[width]["runs"] if group_key(r["task"], r["data"]) == key and not failed(r)]
+        return [r for r in self.results[width].runs_of(key) if not failed(r)]
 
 
 # How trend() reads a share across widths, as the report states it.
@@ -182,9 +184,9 @@ def _sweep_table(study: Study, key: str, widths: list[int]) -> Block | None:
         chosen = (read_json(root / TUNING_FILE).get("chosen") or {}).get(key, {})
         scores: dict[str, list[tuple[float, str, int]]] = {}  # kind: (score signed so larger is better, rate, sign)
         for folder in root.glob(f"{LR_PREFIX}*"):
-            if not (folder / FILENAME).is_file():
+            if not Results.exists(folder):
                 continue
-            for r in load_results(folder / FILENAME)["runs"]:
+            for r in Results.load(folder).runs:
                 value = None if failed(r) else r["test_metrics"].get(r["primary_metric"])
                 if group_key(r["task"], r["data"]) == key and r.get("seed", 0) == 0 and value is not None:
                     sign = 1 if r["higher_is_better"] else -1
@@ -323,8 +325,7 @@ def _claim_readings(study: Study) -> list[str]:
 
 
 def _claims_block(study: Study) -> list[Block]:
-    columns = {w: {v.number: verdict_label(v) for v in evaluate_claims(list(
-        g[w] for g in study.groups.values() if w in g))} for w in study.widths}
+    columns = {w: {v.number: verdict_label(v) for v in study.analyses[w].verdicts} for w in study.widths}
     rows = [[f"{claim.number}. {claim.claim}", *[columns[w].get(claim.number, "—") for w in study.widths]]
             for claim in CLAIMS]
     blocks: list[Block] = [
@@ -343,20 +344,19 @@ def _claims_block(study: Study) -> list[Block]:
 def _header(study: Study) -> list[Block]:
     first = study.results[study.widths[0]]
     # every width's commands, each once: the study's training command, then the command that made each width's folder
-    commands = dict.fromkeys(c for w in study.widths for c in study.results[w].get("commands", []))
-    seeds = sorted({int(r.get("seed", 0)) for res in study.results.values() for r in res["runs"]})
-    code = sorted({describe_code((r.get("provenance") or {}).get("code")) for res in study.results.values()
-                   for r in res["runs"] if (r.get("provenance") or {}).get("code")})
+    commands = dict.fromkeys(c for w in study.widths for c in study.results[w].commands)
+    seeds = sorted({seed for res in study.results.values() for seed in res.seeds})
+    code = sorted({name for res in study.results.values() for name in res.code})
     items = [f"widths (d_model, with d_ff = 4 d_model; heads and layers as each task has them): "
              f"{', '.join(map(str, study.widths))}",
              f"seeds: {', '.join(map(str, seeds)) or 'none'}",
-             f"size: {first.get('size') or 'custom'}; every width trains each task with the same data, steps and "
+             f"size: {first.size or 'custom'}; every width trains each task with the same data, steps and "
              "tokens (the task's budget at this size)",
              *[f"command: `{c}`" for c in commands],
              f"trained by: {'; '.join(code) or 'code not recorded'}",
              "each width's own report, with every table, curve and verdict reason: " + ", ".join(
                  f"[width {w}]({study.folders[w].relative_to(study.root).as_posix()}/report.md)" for w in study.widths)]
-    return [("h1", f"Synthesizer scale study: {', '.join(first.get('presets') or ['runs'])}"), ("list", items),
+    return [("h1", f"Synthesizer scale study: {', '.join(first.presets or ['runs'])}"), ("list", items),
             ("p", f"What is measured: the widths listed, each trained for the same number of tokens. Nothing here "
                   f"says what happens beyond the widest width, at other budgets, or at the paper's scale; a trend "
                   "between two widths is a trend between those two widths.")]

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from .learning_facts import Learning
 from ..attention.names import PAPER_KINDS as DEFAULT_KINDS  # the rows' order: the paper's kinds first
 from ..runs.files import group_key
-from .results import failed
+from ..runs.results import failed
 
 # A variant "scored at chance" when it did no better than a trivial predictor:
 #   accuracy <= majority-class accuracy + 1 point; perplexity >= the unigram model's;

@@ -24,6 +24,7 @@ from ..models import Classifier, ModelConfig, build_model
 from ..models.blocks import set_packed
 from ..models.config import parse_attention
 from ..runs.files import LAST, TOKENIZER_DIR, write_json, write_labels
+from ..runs.results import RunRecord, Stopped
 from ..training import distributed as dist
 from ..training.loop import Diverged, Trainer, seed_everything
 from .base import Task
@@ -65,11 +66,13 @@ def check_kind_options(cfg: ExperimentConfig) -> None:
                 raise InputError(f"model.attention_options.{e}") from None
 
 
-def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = False, progress: bool = True) -> dict:
+def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, resume: bool = False,
+                   progress: bool = True) -> RunRecord | Stopped:
     """Train (or resume) ``cfg`` in ``out_dir``, evaluate the best checkpoint on test, write ``result.json``.
 
     Works in one process or under ``torchrun`` (data sharded by rank; rank 0 locks the folder, writes
-    every file and returns the same dict on every rank). A diverged training loss (see
+    every file and returns the same record on every rank); stopped by a signal, a :class:`Stopped` (where to
+    resume from) instead of the run's record. A diverged training loss (see
     :class:`~synthesizer.training.loop.Diverged`) stops training and is reported as ``"diverged": true``
     with ``diverged_step`` and the metrics of the best checkpoint before it (if any).
     """
@@ -114,7 +117,7 @@ class Run:
     def main(self) -> bool:
         return self.info.rank == 0
 
-    def train_and_report(self) -> dict:
+    def train_and_report(self) -> RunRecord | Stopped:
         """The tokenizer, the task, the model, training, then result.json (or, stopped by a signal, where
         to resume from)."""
         tokenizer = self.folder.tokenizer(self.cfg, self.corpus, self.resume, self.provenance)
@@ -125,7 +128,7 @@ class Run:
         trainer = self.trainer(task, model)
         stopped, diverged_step = self.train(trainer)
         if stopped in SIGNALS:
-            return {"stopped": stopped, "steps": trainer.step, "checkpoint": str(self.folder.path / LAST)}
+            return Stopped(stopped=stopped, steps=trainer.step, checkpoint=str(self.folder.path / LAST))
         return self.report(task, model, trainer.step, diverged_step, stopped)
 
     def model(self, task: Task, tokenizer: Tokenizer) -> nn.Module:
@@ -171,7 +174,7 @@ class Run:
                               "checkpoint saved before it", stacklevel=4)
             return "diverged", e.step
 
-    def report(self, task: Task, model: nn.Module, step: int, diverged_step: int | None, stopped: str) -> dict:
+    def report(self, task: Task, model: nn.Module, step: int, diverged_step: int | None, stopped: str) -> RunRecord:
         """result.json (rank 0 writes it; every rank returns it)."""
         if self.main:
             result = summarize(self.cfg, task, model, self.corpus, self.folder.path, step, diverged_step, stopped)

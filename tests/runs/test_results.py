@@ -1,12 +1,12 @@
-"""results.json: one corpus per task, and the header's record of the code and data behind the numbers."""
+"""results.json: one corpus per task, the run records' types, the file checked whole, merged and saved."""
 
 import copy
 import re
+from pathlib import Path
 
 import pytest
 
-from synthesizer.report.document import provenance_items
-from synthesizer.report.results import describe_code, empty_results, merge_results, put_run
+from synthesizer.runs.results import Results, describe_code
 
 
 def record(seed, train_hash="aaa", tokenizer="ttt", origin="/data/lm/sotu (shared data folder)", code=None):
@@ -21,43 +21,30 @@ def record(seed, train_hash="aaa", tokenizer="ttt", origin="/data/lm/sotu (share
 
 def test_a_run_on_other_data_is_not_added_and_both_origins_are_named():
     # how two of lm's committed seeds came to train on the packaged subset: a copy without the shared data
-    results = empty_results()
-    put_run(results, record(0))
-    put_run(results, record(1))
+    results = Results.empty()
+    results.put_run(record(0))
+    results.put_run(record(1))
     subset = record(3, train_hash="ccc", tokenizer="uuu", origin="/pkg/corpora/lm/sotu (packaged subset)")
     with pytest.raises(ValueError, match=r"lm-sotu vanilla seed 3 and lm-sotu vanilla seed 0 differ in the train split, "
                                          r"the tokenizer .*packaged subset\) vs /data/lm/sotu \(shared data folder\)"):
-        put_run(results, subset)
-    assert [r["seed"] for r in results["runs"]] == [0, 1]
+        results.put_run(subset)
+    assert [r["seed"] for r in results.runs] == [0, 1]
     with pytest.raises(ValueError, match="differ in the tokenizer"):
-        put_run(results, record(2, tokenizer="vvv"))
+        results.put_run(record(2, tokenizer="vvv"))
     # merging two folders is the same rule
-    other = empty_results()
-    put_run(other, subset)
+    other = Results.empty()
+    other.put_run(subset)
     with pytest.raises(ValueError, match="one comparison holds one corpus per task"):
-        merge_results([results, other])
+        Results.merge([results, other])
 
 
 def test_the_same_run_again_and_records_without_provenance_are_fine():
-    results = empty_results()
-    put_run(results, record(0))
-    put_run(results, record(0, train_hash="new"))  # replaces its own earlier record: nothing to compare
+    results = Results.empty()
+    results.put_run(record(0))
+    results.put_run(record(0, train_hash="new"))  # replaces its own earlier record: nothing to compare
     bare = {k: v for k, v in record(1).items() if k != "provenance"}
-    put_run(results, bare)
-    assert len(results["runs"]) == 2
-
-
-def test_the_header_names_the_code_and_the_data_of_every_task():
-    results = empty_results()
-    put_run(results, record(0, code={"version": "0.3.0", "commit": "0123456789ab", "modified": False}))
-    put_run(results, record(1))
-    results["rendered_by"] = {"version": "0.3.0", "commit": "fedcba987654", "modified": True}
-    items = provenance_items(copy.deepcopy(results))
-    assert items[0] == ("trained by: synthesizer 0.3.0 at 0123456 (1 runs); code not recorded (runs record it from "
-                        "0.3.0.dev0 on) (1 runs)")
-    assert items[1] == "rendered by: 0.3.0 at fedcba9 (modified)"
-    assert items[2] == ("data `lm-sotu`: /data/lm/sotu (shared data folder); train 213 examples sha256 aaa, test 10 "
-                        "examples sha256 bbb; tokenizer sha256 ttt")
+    results.put_run(bare)
+    assert len(results.runs) == 2
 
 
 def test_the_code_is_described_by_version_commit_and_a_modified_tree():
@@ -68,7 +55,7 @@ def test_the_code_is_described_by_version_commit_and_a_modified_tree():
 
 
 def test_a_run_record_is_finished_failed_or_stopped():
-    from synthesizer.report.results import FAILED, FINISHED, STOPPED, failed, outcome
+    from synthesizer.runs.results import FAILED, FINISHED, STOPPED, failed, outcome
 
     finished = {"task": "lm", "data": "sotu", "attention": "dense", "seed": 0, "test_metrics": {"perplexity": 9.0}}
     failure = {"task": "lm", "data": "sotu", "attention": "dense", "seed": 0, "error": "ValueError: bad"}
@@ -81,7 +68,7 @@ def test_a_run_record_is_finished_failed_or_stopped():
 def _results_file(tmp_path, runs):
     import json
 
-    from synthesizer.report.results import FORMAT
+    from synthesizer.runs.results import FORMAT
 
     (tmp_path / "results.json").write_text(json.dumps({"format": FORMAT, "runs": runs}))
     return tmp_path
@@ -101,23 +88,23 @@ RECORD = {"task": "lm", "data": "sotu", "attention": "dense", "seed": 1, "test_m
     ({"test_metrics": "gone"}, "neither 'test_metrics' (a finished run) nor 'error'"),
 ])
 def test_a_record_missing_what_readers_count_on_is_refused_naming_the_file_and_record(tmp_path, change, named):
-    from synthesizer.report.results import load_results
+    from synthesizer.runs.results import Results
 
     record = {**RECORD, **change}
     if change.get("test_metrics") == "gone":  # a stopped run's place, which results.json never holds
         del record["test_metrics"]
     folder = _results_file(tmp_path, [RECORD, record])
     with pytest.raises(ValueError) as e:
-        load_results(folder)
+        Results.load(folder)
     assert f"{folder / 'results.json'}: runs[1]: " in str(e.value) and named in str(e.value)
 
 
 def test_finished_and_failed_records_load_as_they_are(tmp_path):
-    from synthesizer.report.results import load_results
+    from synthesizer.runs.results import Results
 
     identity = {k: RECORD[k] for k in ("task", "data", "attention")}  # no seed: read as seed 0
     runs = [RECORD, {**identity, "error": "ValueError: bad"}, {**RECORD, "seed": 2, "run_dir": None}]
-    assert load_results(_results_file(tmp_path, runs))["runs"] == runs
+    assert Results.load(_results_file(tmp_path, runs)).runs == runs
 
 
 def _results_text(tmp_path, text):
@@ -142,11 +129,11 @@ def _results_text(tmp_path, text):
 def test_every_field_outside_the_runs_is_checked_at_load_naming_the_file_and_field(tmp_path, field, value, named):
     import json
 
-    from synthesizer.report.results import FORMAT, load_results
+    from synthesizer.runs.results import FORMAT, Results
 
     folder = _results_text(tmp_path, json.dumps({"format": FORMAT, "runs": [RECORD], field: value}))
     with pytest.raises(ValueError) as e:
-        load_results(folder)
+        Results.load(folder)
     assert str(e.value).startswith(f"{folder / 'results.json'}: {named}"), str(e.value)
 
 
@@ -158,11 +145,11 @@ def test_every_field_outside_the_runs_is_checked_at_load_naming_the_file_and_fie
     ({"diverged": "no"}, "runs[0].diverged is 'no', not true or false"),
 ])
 def test_the_other_fields_of_a_run_record_are_checked_too(tmp_path, change, named):
-    from synthesizer.report.results import load_results
+    from synthesizer.runs.results import Results
 
     folder = _results_file(tmp_path, [{**RECORD, **change}])
     with pytest.raises(ValueError, match=re.escape(f"{folder / 'results.json'}: {named}")):
-        load_results(folder)
+        Results.load(folder)
 
 
 @pytest.mark.parametrize("text, named", [
@@ -170,24 +157,24 @@ def test_the_other_fields_of_a_run_record_are_checked_too(tmp_path, change, name
     ('"test_metrics": {"perplexity": 9.0}, "train_time_s": Infinity', "runs[0].train_time_s is not a finite number"),
 ])
 def test_a_number_that_is_not_finite_is_refused_where_it_is(tmp_path, text, named):
-    from synthesizer.report.results import FORMAT, load_results
+    from synthesizer.runs.results import FORMAT, Results
 
     record = ('{"task": "lm", "data": "sotu", "attention": "dense", "primary_metric": "perplexity", '
               f'"higher_is_better": false, {text}}}')
     folder = _results_text(tmp_path, f'{{"format": {FORMAT}, "wall_time_s": 1, "runs": [{record}]}}')
     with pytest.raises(ValueError, match=re.escape(f"{folder / 'results.json'}: {named}")):
-        load_results(folder)
+        Results.load(folder)
     folder = _results_text(tmp_path, f'{{"format": {FORMAT}, "wall_time_s": -Infinity, "runs": []}}')
     with pytest.raises(ValueError, match=re.escape(f"{folder / 'results.json'}: wall_time_s is not a finite")):
-        load_results(folder)
+        Results.load(folder)
 
 
 def test_a_results_file_that_is_not_utf8_is_named(tmp_path):
-    from synthesizer.report.results import load_results
+    from synthesizer.runs.results import Results
 
     (tmp_path / "results.json").write_bytes(b'{"format": 1, "runs": [], "size": "\xff"}')
     with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'results.json'}: not UTF-8 text")):
-        load_results(tmp_path)
+        Results.load(tmp_path)
 
 
 def _session(n, wall):
@@ -196,25 +183,48 @@ def _session(n, wall):
 
 
 def test_merging_counts_each_run_and_session_once_and_keeps_every_other_key():
-    first = {**empty_results(), "wall_time_s": 100.0, "sessions": [_session(1, 100.0)], "commands": ["a"],
-             "lead": [["diag-mqar", "vanilla", "lookup"]], "rendered_by": {"version": "1"}, "future_field": {"x": 1}}
-    put_run(first, record(0))
-    continued = copy.deepcopy(first)  # the documented way on: a later compare extends a copy of its results.json
-    continued["wall_time_s"] += 50.0
-    continued["sessions"].append(_session(2, 50.0))
-    put_run(continued, record(1))
+    first = Results({**Results.empty().to_dict(), "wall_time_s": 100.0, "sessions": [_session(1, 100.0)],
+                     "commands": ["a"], "lead": [["diag-mqar", "vanilla", "lookup"]], "rendered_by": {"version": "1"},
+                     "future_field": {"x": 1}})
+    first.put_run(record(0))
+    continued = Results(first.to_dict())  # the documented way on: a later compare extends a copy of its results.json
+    continued.add_session(_session(2, 50.0))
+    continued.put_run(record(1))
     for parts in ([first, first], [first, continued], [continued, first], [continued, continued, first]):
-        merged = merge_results(copy.deepcopy(parts))
+        merged = Results.merge(copy.deepcopy(parts))
         expected = 100.0 if all(p is first for p in parts) else 150.0
-        assert merged["wall_time_s"] == expected, parts
-        assert [s["id"] for s in merged["sessions"]] == (["s1"] if expected == 100.0 else ["s1", "s2"])
-        assert len(merged["runs"]) == (1 if expected == 100.0 else 2) and merged["commands"] == ["a"]
-        assert merged["lead"] == [["diag-mqar", "vanilla", "lookup"]] and merged["future_field"] == {"x": 1}
+        assert merged.wall_time_s == expected, parts
+        assert [s["id"] for s in merged.sessions] == (["s1"] if expected == 100.0 else ["s1", "s2"])
+        assert len(merged.runs) == (1 if expected == 100.0 else 2) and merged.commands == ["a"]
+        assert merged.lead == [("diag-mqar", "vanilla", "lookup")] and merged.to_dict()["future_field"] == {"x": 1}
 
 
-def test_a_results_index_that_is_not_utf8_is_named(tmp_path):
-    from synthesizer.report.index import write_index
+COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "results"
 
-    (tmp_path / "README.md").write_bytes(b"# Results \xff\n")
-    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'README.md'}: not UTF-8 text")):
-        write_index(tmp_path)
+
+@pytest.mark.parametrize("name", ["lm-quick", "glue"])
+def test_a_committed_results_file_read_and_saved_again_is_the_same_bytes(tmp_path, name):
+    Results.load(COMMITTED / name).save(tmp_path)
+    assert (tmp_path / "results.json").read_bytes() == (COMMITTED / name / "results.json").read_bytes()
+
+
+def test_the_fields_an_older_file_lacks_have_their_defaults_and_setters_keep_the_key_order(tmp_path):
+    results = Results({"format": 1, "runs": [record(1), record(0)]})
+    assert (results.pretraining, results.labels, results.timings, results.left_out, results.attention) == (
+        [], {}, None, {}, {})
+    assert (results.lead, results.rendered_by, results.size, results.presets, results.wall_time_s) == (
+        None, None, None, [], 0.0)
+    assert results.seeds == [0, 1] and results.runs_of("lm-sotu") == results.runs and results.runs_of("lm-x") == []
+    fresh = Results.empty({"cpu": "x"})
+    fresh.add_command("c")
+    fresh.add_command("c")
+    fresh.set_timing("lm-sotu", {"seq": 8})
+    fresh.set_rendered_by({"version": "1"})
+    fresh.add_session({"id": "s", "started": "a", "finished": "b", "wall_time_s": 12.345, "code": None})
+    fresh.maps_of("lm-sotu")["vanilla"] = []
+    assert list(fresh.to_dict()) == ["format", "presets", "size", "commands", "machine", "wall_time_s", "sessions",
+                                     "labels", "runs", "attention", "timings", "rendered_by"]
+    assert fresh.commands == ["c"] and fresh.wall_time_s == 12.345 and fresh.sessions[0]["wall_time_s"] == 12.3
+    assert Results.load(fresh.save(tmp_path)).to_dict() == fresh.to_dict()
+    assert Results.folder_of(tmp_path / "results.json") == tmp_path and Results.folder_of(tmp_path) == tmp_path
+    assert Results.exists(tmp_path) and not Results.exists(tmp_path / "none")

@@ -1,4 +1,4 @@
-"""What every field of a results.json holds, checked whole when the file is read (:func:`check_results`).
+"""What every field of a results.json holds, checked whole when the file is read (:func:`.results.validate`).
 
 A report must not fail halfway (after some pictures are written) on a field that a hand edit or another tool
 changed, nor read a string as a list of letters: each field outside the run records is checked against its rule
