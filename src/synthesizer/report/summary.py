@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import check_out_dir
-from .claims import attention_notes, evaluate_claims, verdict_label, verdict_reason
+from .claims import attention_note, attention_notes, evaluate_claims, verdict_label, verdict_reason
 from .document import build_report
 from .groups import build_groups
 from .lead import LEAD_FIGURE, LEAD_TABLE, lead_preset, lead_text
@@ -27,8 +27,8 @@ def print_tables(results: dict, log: Callable[[str], None] = print) -> None:
     for group in pretraining + groups:  # did vanilla learn: the facts the verdicts below rest on
         if group.learning is not None:
             log(group.learning.summary())
-    for note in attention_notes(groups):  # what the verdicts rest on: does attention matter on each task
-        log(f"attention: {note}")
+    for gate in attention_notes(groups):  # what the verdicts rest on: does attention matter on each task
+        log(f"attention: {gate.key}: {attention_note(gate)}")
     for v in evaluate_claims(groups):
         log(f"claim {v.number}: {verdict_label(v)}: {verdict_reason(v)}")
 

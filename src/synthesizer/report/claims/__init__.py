@@ -25,35 +25,42 @@ group's vanilla is still learning or does not clearly beat its trivial predictor
 
 **The none floor.** Where a group trained ``none`` (no mixing between tokens), a variant whose loss against it
 is not wholly below 0 (the same interval as above) is "not clearly better than none": its table status says so,
-with that interval
-(:func:`flag_unused_attention`, applied by ``groups.build_groups``) and so does every check that involves it.
+with that interval (:func:`judge_rows`, a record per row kept by ``groups.build_groups`` beside the rows) and
+so does every check that involves it.
 
 **The attention gate.** Where vanilla itself is not clearly better than ``none`` (:func:`uses_attention`, the rule
 above), the task measures nothing about attention: every check on it cannot tell, its reason first "attention
-contributes nothing measurable on this task" (:func:`gate_check`); with no interval at all (one seed, no
+contributes nothing measurable on this task" (:func:`attention_gate`, :func:`gate_check`); with no interval at all (one seed, no
 per-example scores) "what attention contributes is not measured", and the table says so instead of the flag.
 Where the group trained no ``none`` this cannot be checked and every decided check is marked provisional first.
 
 **Attention's contribution.** Beside the kept share, every check and table gives each kind's share of vanilla's gain
 over ``none`` (:func:`attention_scale`, log scale for perplexity): "random keeps 91% [85%, 97%] of what vanilla's
 attention adds". The thresholds stay on the kept-share scale (the paper has no ``none``). A check whose interval
-straddles its threshold says about how many seeds would decide it (:func:`seeds_note`). The full rules, for users:
-docs/claims.md.
+straddles its threshold says about how many seeds would decide it (:func:`seeds_to_settle`). The full rules, for
+users: docs/claims.md.
+
+**Data, then words.** A check is a record (:class:`Check`: its verdict, what it found as a :class:`Reason` with
+the numbers it needs, and what qualifies it: the learning facts, the none floor, the gate); a claim's special
+cases are fields of its row in :data:`CLAIMS`. Every sentence is written from these records by :mod:`.wording`,
+at the edge: the report, the summary and the index call it; nothing reads the words back.
 """
 
-from .contribution import attention_scale, seeds_note
-from .floor import (NO_ATTENTION_USE, NO_NONE, NONE_KIND, USE_NOT_MEASURED, attention_use_gap, flag_unused_attention,
-                    measured, no_attention_passes, uses_attention)
-from .gate import (CONTRIBUTION_NOT_MEASURED, NO_NONE_PROVISIONAL, NOT_CHECKED, NOTHING_MEASURABLE, attention_gate,
-                   attention_notes, gate_check)
-from .kept import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MIN_SEEDS, TRIVIAL_KEYS, TRIVIAL_NAMES, Gap, Scale, quality_gap,
-                   scale_of, trivial_key, trivial_score)
+from ..tables import NO_ATTENTION_USE, USE_NOT_MEASURED
+from .contribution import attention_scale, contribution, seeds_to_settle
+from .floor import NONE_KIND, attention_use_gap, no_attention_passes, uses_attention
+from .gate import attention_gate, attention_notes, gate_check
+from .kept import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MIN_SEEDS, TRIVIAL_KEYS, Scale, quality_gap, scale_of,
+                   trivial_key, trivial_score)
 from .paper import (CLOSE_LOSS, LITTLE_LOSS, MATCH_LOSS, PAPER_ENDE, PAPER_ENFR, PAPER_LM1B, PAPER_LM1B_UNIGRAM,
                     PAPER_T5_ENDE, PAPER_T5_SUPERGLUE, PASSABLE_LOSS, SUPERGLUE_TRIVIAL, kept_share)
-from .rows import put_shares, share_of
+from .records import (Contribution, Decide, Finding, Floor, Gap, Gate, GateReason, Interval, Need, NoneFloor,
+                      QualityGap, Reason, Seeds, Side, SpeedGap, Timing, Trivial)
+from .rows import judge_rows, share_of
 from .rules import evaluate_claims
 from .speed import SPEED_TOLERANCE, slowdown, timed_slowdown
-from .table import BEST_OTHER, CLAIMS, GLUE_DATA, GLUE_TASK, PURE_SYNTHESIZERS, Claim, QualityRule
+from .table import AVERAGES, BEST_OTHER, CLAIMS, GLUE_DATA, GLUE_TASK, PURE_SYNTHESIZERS, Claim, QualityRule
 from .verdicts import (CANNOT_TELL, CONTRADICTS, DOES_NOT_APPLY, JUDGED, NOT_RUN, SUPPORTS, Check, Status, Verdict,
                        combine, judge_at_most, judge_beyond)
-from .wording import REASON_WIDTH, verdict_label, verdict_reason
+from .wording import (CONTRIBUTION_NOT_MEASURED, NO_NONE, NOT_CHECKED, NOTHING_MEASURABLE, REASON_WIDTH,
+                      TRIVIAL_NAMES, attention_note, check_brief, check_text, label_note, verdict_label, verdict_reason)

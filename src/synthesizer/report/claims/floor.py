@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import math
-
-from ..tables import Group, Share
-from .kept import Gap, Scale, _quality_gap, quality_gap, scale_of
+from ..tables import Group
+from .kept import Scale, gap_or_check, quality_gap, scale_of
+from .records import Floor, NoneFloor, QualityGap
 from .verdicts import CONTRADICTS, SUPPORTS, Check, judge_at_most
 
 NONE_KIND = "none"  # the token mixer without mixing (attention/none.py): each position keeps its own value
-NO_ATTENTION_USE = f"not clearly better than {NONE_KIND}"  # the interval fails to exclude no gain: said with it
-USE_NOT_MEASURED = "use of attention not measured"  # against none, with no interval: one seed, no per-example scores
 
 
-def attention_use_gap(group: Group, kind: str) -> Gap | None:
+def attention_use_gap(group: Group, kind: str) -> QualityGap | None:
     """The loss of ``kind`` against the group's ``none`` row (negative = better than no mixing), with the
     claims' interval; None without a ``none`` row or a metric on either side. Where the kept-share scale
     is undefined the loss is in raw units of the metric (phi): only the sign of the interval matters here."""
@@ -22,7 +19,8 @@ def attention_use_gap(group: Group, kind: str) -> Gap | None:
         return None
     scale = scale_of(group)
     if isinstance(scale, Check):
-        scale = Scale(group.metric, 1.0, "", group.metric == "perplexity", group.higher_is_better, gain=1.0)
+        stand_in = Scale(group.metric, 1.0, None, group.metric == "perplexity", group.higher_is_better, gain=1.0)
+        return quality_gap(group, row, floor, stand_in, shown=False)
     return quality_gap(group, row, floor, scale)
 
 
@@ -35,53 +33,23 @@ def uses_attention(group: Group, kind: str) -> bool | None:
     return None if gap is None else gap.high < 0.0
 
 
-def measured(gap: Gap) -> bool:
-    """Was an interval measured for ``gap`` (not the unbounded one of a single seed without per-example scores)?"""
-    return not (gap.low == -math.inf and gap.high == math.inf)
-
-
-def flag_unused_attention(group: Group) -> None:
-    """Mark every row not clearly better than ``none`` (:func:`uses_attention`): ``ignores_attention`` and a
-    status note; where no interval could be measured, only the note that says so. Only where the group trained
-    ``none``."""
-    for row in group.rows:
-        if uses_attention(group, row.kind) is not False:
-            continue
-        if row.attention_note:  # flagged already
-            continue
-        gap = attention_use_gap(group, row.kind)
-        row.ignores_attention = measured(gap)
-        row.attention_note = NO_ATTENTION_USE if row.ignores_attention else USE_NOT_MEASURED
-        interval = f" ({gap.brief or gap.note})" if row.ignores_attention else ""
-        row.status = f"{row.status}; {row.attention_note}{interval}"
-
-NO_NONE = f"no `{NONE_KIND}` trained"
-
-def no_attention_passes(group: Group, ref: str, threshold: float) -> str:
-    """The floor of an "at most ``threshold`` worse than ``ref``" check: "" where ``none`` (no mixing between
+def no_attention_passes(group: Group, ref: str, threshold: float) -> NoneFloor | None:
+    """The floor of an "at most ``threshold`` worse than ``ref``" check: None where ``none`` (no mixing between
     tokens) clearly fails it (its whole loss interval above ``threshold``), so passing it says something about
-    attention; else why a pass does not ("none keeps 93% [92%, 94%] of vanilla's gain: no attention passes
-    this test too"), which turns the pass into "cannot tell". Without ``none`` it cannot be checked."""
+    attention; else why a pass does not (``none`` passes or may pass too), which turns the pass into "cannot
+    tell". Without ``none`` it cannot be checked."""
     if group.row(NONE_KIND) is None:
-        return f"{NO_NONE}, so whether a model without attention passes this test too is not checked"
-    gap = _quality_gap(group, NONE_KIND, ref)
+        return NoneFloor(Floor.NOT_CHECKED, ref)
+    gap = gap_or_check(group, NONE_KIND, ref)
     if isinstance(gap, Check):
-        return f"whether a model without attention passes this test too is not measured ({gap.text.split(': ', 1)[-1]})"
+        return NoneFloor(Floor.NOT_MEASURED, ref, cause=gap.finding)
     verdict = judge_at_most(gap, threshold)
     if verdict == CONTRADICTS:
-        return ""
-    if ref == "vanilla":
-        shown = f"{NONE_KIND} keeps {Share(1 - gap.value, 1 - gap.high, 1 - gap.low).text()} of vanilla's gain"
-    else:
-        shown = f"{NONE_KIND} vs {ref}: {gap.brief or gap.note}"
-    return f"{shown}: no attention {'passes' if verdict == SUPPORTS else 'may pass'} this test too"
+        return None
+    return NoneFloor(Floor.PASSES if verdict == SUPPORTS else Floor.MAY_PASS, ref, gap)
 
-def _attention_use_note(group: Group, *kinds: str) -> str:
-    """"; fixed_random not clearly better than none (loss ... [..., ...], how measured)" for flagged kinds."""
-    notes = []
-    for kind in kinds:
-        row = group.row(kind)
-        gap = attention_use_gap(group, kind) if row is not None and row.ignores_attention else None
-        if gap is not None:
-            notes.append(f"{kind} {NO_ATTENTION_USE} ({gap.brief or gap.note}{f', {gap.how}' if gap.how else ''})")
-    return "".join(f"; {n}" for n in notes)
+
+def unused(group: Group, *kinds: str) -> tuple[QualityGap, ...]:
+    """The loss against ``none`` of each of ``kinds`` whose table flags it not clearly better than ``none``."""
+    gaps = (attention_use_gap(group, kind) for kind in kinds if group.judged(kind).ignores_attention)
+    return tuple(gap for gap in gaps if gap is not None)

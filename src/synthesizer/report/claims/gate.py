@@ -2,81 +2,53 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...data.generated import DIAGNOSTIC_CORPORA
 from ..tables import Group
-from .contribution import seeds_note
-from .floor import NO_NONE, NONE_KIND, attention_use_gap, measured, uses_attention
-from .kept import _show, scale_of
+from .contribution import seeds_to_settle
+from .floor import NONE_KIND, attention_use_gap, uses_attention
+from .records import Gate, GateReason
 from .verdicts import CANNOT_TELL, JUDGED, Check
 
-NOTHING_MEASURABLE = "attention contributes nothing measurable on this task"
-CONTRIBUTION_NOT_MEASURED = "what attention contributes is not measured on this task"
 
-NOT_CHECKED = "so whether attention contributes anything on this task is not checked"
-NO_NONE_PROVISIONAL = f"provisional: {NO_NONE}, {NOT_CHECKED}"
-
-def attention_gate(group: Group) -> tuple[bool | None, str, str]:
-    """Does attention matter on this task? ``(use, reason, brief)``: (True, "", "") where vanilla clearly beats
-    ``none``; (False, "attention contributes nothing measurable on this task (vanilla vs none: ...)", the same
-    with the interval only) where it does not; (None, "provisional: no `none` trained, so ... not checked",
-    "no `none` trained") where it cannot be checked (or: `none` or vanilla has no metric)."""
+def attention_gate(group: Group) -> Gate:
+    """Does attention matter on this task? ``use`` True where vanilla clearly beats ``none``; False where it
+    does not (with vanilla's loss against none, and how many seeds would decide where the kept-share scale is
+    defined); None where it cannot be checked (no ``none`` trained, or ``none`` or vanilla has no metric)."""
     use = uses_attention(group, "vanilla")
     vanilla, floor = group.row("vanilla"), group.row(NONE_KIND)
     if use is None:
         if floor is None:
-            why = NO_NONE
-        elif floor.metric_mean is None:
-            why = f"`{NONE_KIND}` has no metric ({floor.status})"
-        else:
-            why = "vanilla not in this run" if vanilla is None else f"vanilla has no metric ({vanilla.status})"
-        return None, f"provisional: {why}, {NOT_CHECKED}", why
+            return Gate(group.key, None, GateReason.NO_NONE)
+        if floor.metric_mean is None:
+            return Gate(group.key, None, GateReason.NONE_NO_METRIC, status=floor.status)
+        if vanilla is None:
+            return Gate(group.key, None, GateReason.NO_VANILLA)
+        return Gate(group.key, None, GateReason.VANILLA_NO_METRIC, status=vanilla.status)
     if use:
-        return True, "", ""
+        return Gate(group.key, True, GateReason.USES)
     gap = attention_use_gap(group, "vanilla")
-    scale = scale_of(group)
-    if isinstance(scale, Check):  # no kept-share unit: the raw scores say it
-        detail = brief = f"{_show(vanilla, group)} vs {_show(floor, group)}"
-    else:
-        detail = f"{_show(vanilla, group, scale)} vs {_show(floor, group, scale)}: {gap.brief or gap.note} ({gap.how})"
-        brief = gap.brief or gap.note
-        seeds = seeds_note(gap, 0.0)
-        detail += f"; {seeds}" if seeds else ""
+    seeds = seeds_to_settle(gap, 0.0) if gap.over is not None else None  # no kept-share unit: raw scores only
     # one seed without per-example scores: vanilla may well be ahead, but by how much is unknown
-    why = NOTHING_MEASURABLE if measured(gap) else CONTRIBUTION_NOT_MEASURED
-    return False, f"{why} (vanilla vs {NONE_KIND}: {detail})", f"{why} (vanilla vs {NONE_KIND}: {brief})"
+    why = GateReason.NOTHING_MEASURABLE if gap.measured else GateReason.CONTRIBUTION_NOT_MEASURED
+    return Gate(group.key, False, why, gap, seeds)
 
 
-def gate_check(check: Check, group: Group, gate: tuple[bool | None, str, str] | None = None) -> Check:
+def gate_check(check: Check, group: Group, gate: Gate | None = None) -> Check:
     """``check`` under its group's attention gate (``gate``: :func:`attention_gate` of the group, if known):
-    "cannot tell" with the reason first where attention contributes nothing measurable; a decided check
-    marked provisional first where it cannot be checked (no ``none`` trained)."""
-    use, reason, short = gate or attention_gate(group)
-    if use or check.key != group.key or check.verdict not in JUDGED:
+    "cannot tell" where attention contributes nothing measurable; a decided check provisional where it
+    cannot be checked (no ``none`` trained). The gate is kept on the check, which says it first."""
+    gate = gate or attention_gate(group)
+    if gate.use or check.key != group.key or check.verdict not in JUDGED:
         return check
-    rest = check.text.removeprefix(f"{group.key}: ")
-    if use is False:
-        return Check(CANNOT_TELL, f"{group.key}: {reason}; {rest}", f"{group.key}: {short}", group.key)
-    if check.verdict == CANNOT_TELL:
-        return check
-    brief = (check.brief or check.text).removeprefix(f"{group.key}: ")
-    # one "provisional:" first, naming every reason (the learning facts' own come after)
-    if check.learning:
-        text = f"{reason}, and {rest.removeprefix('provisional: ')}"
-        brief = f"provisional: {short}, {brief.removeprefix('provisional: ')}"
-    else:
-        text, brief = f"{reason}; {rest}", f"provisional: {short}; {brief}"
-    return Check(check.verdict, f"{group.key}: {text}", f"{group.key}: {brief}", group.key, unchecked=short)
+    if gate.use is False:
+        return replace(check, verdict=CANNOT_TELL, gate=gate)
+    return check if check.verdict == CANNOT_TELL else replace(check, gate=gate)
 
-def attention_notes(groups: list[Group]) -> list[str]:
-    """What the claims say first: each judged task where attention contributes nothing measurable (its verdicts
-    cannot tell) and each without ``none`` (its verdicts provisional)."""
-    notes = []
-    for group in groups:
-        if group.data in DIAGNOSTIC_CORPORA:
-            continue
-        use, reason, _ = attention_gate(group)
-        if use is False:
-            notes.append(f"{group.key}: {reason}; every check on it cannot tell")
-        elif use is None:
-            notes.append(f"{group.key}: {reason}; its verdicts below are provisional")
-    return notes
+
+def attention_notes(groups: list[Group]) -> list[Gate]:
+    """What the claims say first: the gate of each judged task where attention contributes nothing measurable
+    (its verdicts cannot tell) or where that is not checked (its verdicts provisional)."""
+    gates = (attention_gate(group) for group in groups if group.data not in DIAGNOSTIC_CORPORA)
+    return [gate for gate in gates if not gate.use]

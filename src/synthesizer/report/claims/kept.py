@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..stats import DEFAULT_RESAMPLES, bootstrap_differences, per_example_of, t_interval
 from ..tables import Group, Row, at_chance
-from .verdicts import CANNOT_TELL, NOT_RUN, Check, Gap
+from .records import Finding, Interval, QualityGap, Reason, Side, Trivial
+from .verdicts import CANNOT_TELL, NOT_RUN, Check
 
 MIN_SEEDS = 3                 # paired seeds needed for a seed interval
 BOOTSTRAP_RESAMPLES = DEFAULT_RESAMPLES
@@ -18,8 +19,8 @@ BOOTSTRAP_SEED = 0
 
 # the trivial predictor's score in the records' "baselines", by metric (generation metrics: copy_source_<metric>)
 TRIVIAL_KEYS = {"perplexity": "unigram_perplexity", "accuracy": "majority_accuracy"}
-TRIVIAL_NAMES = {"unigram_perplexity": "the unigram model", "majority_accuracy": "the majority class"}
 CONSTANT_PREDICTION_METRICS = ("pearson", "spearman")  # a constant prediction correlates 0
+
 
 @dataclass
 class Scale:
@@ -27,7 +28,7 @@ class Scale:
 
     metric: str
     trivial: float
-    why: str                  # "copying the source (copy_source_bleu 8.3)"
+    over: Trivial | None      # the trivial predictor the share is of (None: a scale of another origin)
     log: bool                 # perplexity: phi = -ln x
     higher_is_better: bool
     gain: float = 0.0         # phi(vanilla) - phi(trivial), > 0 where the scale is defined
@@ -41,50 +42,54 @@ class Scale:
     def share(self, phi: float) -> float:
         return (phi - (self.phi(self.trivial) if self.origin is None else self.origin)) / self.gain
 
+
 def trivial_key(metric: str) -> str:
     """The records' ``baselines`` key of the trivial predictor of ``metric``."""
     return TRIVIAL_KEYS.get(metric, f"copy_source_{metric}")
 
 
-def trivial_score(group: Group) -> tuple[float, str] | None:
-    """The trivial predictor's test score for the group's metric, and what it is."""
+def trivial_score(group: Group) -> Trivial | None:
+    """The trivial predictor of the group's metric, with its test score."""
     key = trivial_key(group.metric)
     for row in group.rows:
         if row.baselines.get(key) is not None:
-            name = TRIVIAL_NAMES.get(key, "copying the source")
-            return row.baselines[key], f"{name} ({key} {row.baselines[key]:.4g})"
+            return Trivial(row.baselines[key], key=key)
     if group.metric in CONSTANT_PREDICTION_METRICS:
-        return 0.0, "a constant prediction (0)"
+        return Trivial(0.0)
     if group.chance:
-        return group.chance["value"], f"the at-chance line ({group.chance['why']})"
+        return Trivial(group.chance["value"], chance=group.chance["why"])
     return None
 
 
-def _phis(row: Row, scale: Scale) -> dict[int, float]:
+def phis(row: Row, scale: Scale) -> dict[int, float]:
     """phi of the metric per ok seed (seed -> value); a row without per-seed values gives its mean (key None)."""
     if row.metric_values:
         return {s: scale.phi(v) for s, v in zip(row.ok_seeds, row.metric_values)}
     return {} if row.metric_mean is None else {None: scale.phi(row.metric_mean)}
 
 
+def _cannot_tell(group: Group, reason: Reason, **numbers) -> Check:
+    return Check(CANNOT_TELL, Finding(reason, **numbers), group.key)
+
+
 def scale_of(group: Group) -> Scale | Check:
     """The group's kept-share scale, or the "cannot tell" Check saying why it is undefined."""
     vanilla = group.row("vanilla")
-    if vanilla is None or vanilla.metric_mean is None:
-        why = "not in this run" if vanilla is None else f"has no metric ({vanilla.status})"
-        return Check(CANNOT_TELL, f"{group.key}: vanilla {why}, so there is no kept-share scale", key=group.key)
+    if vanilla is None:
+        return _cannot_tell(group, Reason.NO_VANILLA)
+    if vanilla.metric_mean is None:
+        return _cannot_tell(group, Reason.VANILLA_NO_METRIC, status=vanilla.status)
     trivial = trivial_score(group)
     if trivial is None:
-        return Check(CANNOT_TELL, f"{group.key}: no trivial predictor's score for {group.metric}, so no kept-share scale",
-                     key=group.key)
-    scale = Scale(group.metric, trivial[0], trivial[1], group.metric == "perplexity", group.higher_is_better)
-    gains = [p - scale.phi(scale.trivial) for p in _phis(vanilla, scale).values()]
+        return _cannot_tell(group, Reason.NO_TRIVIAL, metric=group.metric)
+    scale = Scale(group.metric, trivial.value, trivial, group.metric == "perplexity", group.higher_is_better)
+    gains = [p - scale.phi(scale.trivial) for p in phis(vanilla, scale).values()]
     scale.gain = statistics.fmean(gains)
     unclear = (scale.gain <= 0 or at_chance(vanilla.metric_mean, group.chance, group.higher_is_better)
                or (len(gains) >= MIN_SEEDS and t_interval(gains).low <= 0))
     if unclear:
-        return Check(CANNOT_TELL, f"{group.key}: vanilla's {group.metric} {vanilla.metric_mean:.4g} does not clearly "
-                                  f"beat {scale.why}, so the kept-share scale is undefined", key=group.key)
+        return _cannot_tell(group, Reason.SCALE_UNDEFINED, metric=group.metric, value=vanilla.metric_mean,
+                            trivial=trivial)
     return scale
 
 
@@ -110,89 +115,76 @@ def _bootstrap(group: Group, row: Row, ref: Row, seeds: list[int]) -> tuple[np.n
     return diffs, a[both[0]][1].shape[0], len(both)
 
 
-def _interval(group: Group, scale: Scale, row: Row, ref: Row
-              ) -> tuple[float, float, str, list[float], tuple[float, float] | None]:
+def interval(group: Group, scale: Scale, row: Row, ref: Row
+             ) -> tuple[float, float, Interval, tuple[float, ...], tuple[float, float] | None]:
     """The 95% interval of the loss of ``row`` against ``ref``, how it was measured, the paired per-seed
-    losses of its t-interval ([] without one) and the bootstrap's own interval (None without one)."""
-    pr, pf = _phis(row, scale), _phis(ref, scale)
+    losses of its t-interval (() without one) and the bootstrap's own interval (None without one)."""
+    pr, pf = phis(row, scale), phis(ref, scale)
     seeds = sorted((set(pr) & set(pf)) - {None})
-    bounds, how, per_seed, over_examples = [], [], [], None
+    bounds, per_seed, over_examples, how = [], (), None, Interval()
     if len(seeds) >= MIN_SEEDS:
-        per_seed = [(pf[s] - pr[s]) / scale.gain for s in seeds]
-        iv = t_interval(per_seed)
+        per_seed = tuple((pf[s] - pr[s]) / scale.gain for s in seeds)
+        iv = t_interval(list(per_seed))
         bounds.append((iv.low, iv.high))
-        how.append(f"t-interval over {len(seeds)} paired seeds")
+        how = Interval(t_seeds=len(seeds))
     boot = _bootstrap(group, row, ref, seeds)
     if boot is not None and not scale.log:  # per-example kinds are higher-is-better scores
         diffs, n, k = boot
         low, high = np.quantile(diffs / scale.gain, [0.025, 0.975])
         over_examples = (float(low), float(high))
         bounds.append(over_examples)
-        how.append(f"paired bootstrap over {n} test examples ({BOOTSTRAP_RESAMPLES} resamples"
-                   f"{f', {k} seeds' if k > 1 else ''})")
+        how = Interval(t_seeds=how.t_seeds, examples=n, boot_seeds=k)
     if not bounds:
-        n = min(len(pr), len(pf))
-        reason = (f"{n} seed: no uncertainty measured" if n <= 1 else
-                  f"{n} paired seeds: no uncertainty measured (a seed interval needs {MIN_SEEDS})")
-        return -math.inf, math.inf, reason + ", no per-example statistics", [], None
-    return min(b[0] for b in bounds), max(b[1] for b in bounds), "95% " + " and ".join(how), per_seed, over_examples
+        return -math.inf, math.inf, Interval(seeds=min(len(pr), len(pf))), (), None
+    return min(b[0] for b in bounds), max(b[1] for b in bounds), how, per_seed, over_examples
 
 
-def _show(row: Row, group: Group, scale: Scale | None = None) -> str:
-    if row.metric_mean is None:
-        return f"({row.status})"
-    std = f" ± {row.metric_std:.3g}" if row.metric_std is not None else ""
-    kept = ""
-    if scale is not None:
-        phis = _phis(row, scale)
-        kept = f" (keeps {scale.share(statistics.fmean(phis.values())):.1%})"
-    return f"{group.metric} {row.metric_mean:.4g}{std}{kept}"
+def side(row: Row, scale: Scale | None) -> Side:
+    """``row`` as a gap shows it, with its kept share on ``scale`` (None: without)."""
+    kept = None if scale is None or row.metric_mean is None else scale.share(statistics.fmean(phis(row, scale).values()))
+    return Side(row.kind, row.metric_mean, row.metric_std, kept)
 
 
-def quality_gap(group: Group, row: Row, ref: Row, scale: Scale) -> Gap | None:
-    """Loss of ``row`` against ``ref`` on the kept-share scale; None if either has no metric and did not diverge."""
+def quality_gap(group: Group, row: Row, ref: Row, scale: Scale, shown: bool = True) -> QualityGap | None:
+    """Loss of ``row`` against ``ref`` on the kept-share scale; None if either has no metric and did not diverge.
+    ``shown``: the sides show their kept shares on ``scale`` (not where it is a stand-in)."""
+    on = scale if shown else None
+    over = scale.over if shown else None
     if row.metric_mean is None or ref.metric_mean is None:
         if row.diverged and ref.metric_mean is not None:
-            return Gap(math.inf, math.inf, math.inf, f"{row.kind} diverged, {ref.kind} {_show(ref, group, scale)}")
+            return QualityGap(math.inf, math.inf, math.inf, metric=group.metric, row=Side(row.kind, None),
+                              ref=side(ref, on), over=over, interval=None)
         if ref.diverged and row.metric_mean is not None:
-            return Gap(-math.inf, -math.inf, -math.inf, f"{ref.kind} diverged, {row.kind} {_show(row, group, scale)}")
+            return QualityGap(-math.inf, -math.inf, -math.inf, metric=group.metric, row=side(row, on),
+                              ref=Side(ref.kind, None), over=over, interval=None)
         return None
-    value = scale.share(statistics.fmean(_phis(ref, scale).values())) - scale.share(statistics.fmean(_phis(row, scale).values()))
-    low, high, how, per_seed, over_examples = _interval(group, scale, row, ref)
-    shown = "" if not math.isfinite(low) else f" [{low:+.1%}, {high:+.1%}]"
-    note = (f"{row.kind} {_show(row, group, scale)} vs {ref.kind} {_show(ref, group, scale)}, kept shares of vanilla's "
-            f"gain over {scale.why}: loss {value:+.1%}{shown} ({how})")
-    return Gap(value, low, high, note, f"loss {value:+.1%}{shown}", how, per_seed, over_examples)
+    value = scale.share(statistics.fmean(phis(ref, scale).values())) - scale.share(statistics.fmean(phis(row, scale).values()))
+    low, high, how, per_seed, over_examples = interval(group, scale, row, ref)
+    return QualityGap(value, low, high, per_seed, over_examples, metric=group.metric, row=side(row, on),
+                      ref=side(ref, on), over=over, interval=how)
 
 
-def _scored_at_chance(row: Row | None) -> bool:
-    return row is not None and row.at_chance
-
-
-def _missing(group: Group, *kinds: str) -> Check | None:
+def missing(group: Group, *kinds: str) -> Check | None:
     """A "not run" check when a variant is absent; a "cannot tell" one when a variant has no metric, or when
     every variant compared scored at chance (then their differences are noise, not signal)."""
-    absent = [k for k in kinds if group.row(k) is None]
+    absent = tuple(k for k in kinds if group.row(k) is None)
     if absent:
-        return Check(NOT_RUN, f"{group.key}: {', '.join(absent)} not in this run", key=group.key)
-    if len(kinds) > 1 and all(_scored_at_chance(group.row(k)) for k in kinds):
-        return Check(CANNOT_TELL, f"{group.key}: {' and '.join(kinds)} {'both' if len(kinds) == 2 else 'all'} score at "
-                                  f"chance ({group.chance.get('why', '')})", key=group.key)
-    no_metric = [k for k in kinds if group.row(k).metric_mean is None and not group.row(k).diverged]
+        return Check(NOT_RUN, Finding(Reason.NOT_IN_RUN, absent), group.key)
+    if len(kinds) > 1 and all(group.row(k).at_chance for k in kinds):
+        return _cannot_tell(group, Reason.AT_CHANCE, kinds=kinds, chance=group.chance.get("why", ""))
+    no_metric = tuple(k for k in kinds if group.row(k).metric_mean is None and not group.row(k).diverged)
     if no_metric:
-        return Check(CANNOT_TELL, f"{group.key}: no metric for {', '.join(no_metric)} ({group.row(no_metric[0]).status})",
-                     key=group.key)
+        return _cannot_tell(group, Reason.NO_METRIC, kinds=no_metric, status=group.row(no_metric[0]).status)
     return None
 
 
-def _quality_gap(group: Group, kind: str, ref: str) -> Gap | Check:
+def gap_or_check(group: Group, kind: str, ref: str) -> QualityGap | Check:
     """The loss of ``kind`` vs ``ref``, or the "cannot tell" Check that stands in for it."""
-    missing = _missing(group, kind, ref)
-    if missing:
-        return missing
+    absent = missing(group, kind, ref)
+    if absent:
+        return absent
     scale = scale_of(group)
     if isinstance(scale, Check):
         return scale
     gap = quality_gap(group, group.row(kind), group.row(ref), scale)
-    return gap if gap is not None else Check(CANNOT_TELL, f"{group.key}: {kind} vs {ref}: no comparable metric",
-                                             key=group.key)
+    return gap if gap is not None else _cannot_tell(group, Reason.NOT_COMPARABLE, kinds=(kind, ref))

@@ -5,19 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-
-@dataclass
-class Gap:
-    """A loss (positive = worse / slower) with its interval ``[low, high]`` (unbounded: nothing measured)."""
-
-    value: float
-    low: float
-    high: float
-    note: str
-    brief: str = ""           # "loss +35.7% [+20.1%, +51.0%]"
-    how: str = ""             # how the interval was measured
-    per_seed: list[float] = field(default_factory=list)  # the paired per-seed losses of the t-interval, if any
-    over_examples: tuple[float, float] | None = None      # the bootstrap's interval over test examples, if any
+from ..learning_facts import Provisional
+from .records import Finding, Gap, Gate, NoneFloor
 
 
 class Status(str, Enum):
@@ -41,14 +30,34 @@ class Status(str, Enum):
 SUPPORTS, CONTRADICTS, CANNOT_TELL, NOT_RUN, DOES_NOT_APPLY = Status
 JUDGED = (SUPPORTS, CONTRADICTS, CANNOT_TELL)  # the verdicts of a check that measured something
 
-@dataclass
+
+@dataclass(frozen=True)
 class Check:
+    """One check of a claim on group ``key`` ("" = none in particular): its verdict and what it found, with
+    what qualifies it: ``learning`` (vanilla still learning or not clearly above its trivial predictor: the
+    verdict stands, provisional), ``floor`` (``none`` passes too: a pass turned "cannot tell") and ``gate``
+    (the group's attention gate where it applied: "cannot tell" where attention contributes nothing
+    measurable; provisional where it is not checked)."""
+
     verdict: Status
-    text: str
-    brief: str = ""           # the text without the numbers' details, for one-line summaries ("" = text)
-    key: str = ""             # the group it checks ("" = none in particular): the attention gate applies by it
-    unchecked: str = ""       # why its task's use of attention is not checked ("no `none` trained"): provisional
-    learning: str = ""        # "provisional: vanilla still learning ...": its text starts with it (report.learning)
+    finding: Finding
+    key: str = ""
+    learning: Provisional | None = None
+    floor: NoneFloor | None = None
+    gate: Gate | None = None
+
+    @property
+    def unchecked(self) -> Gate | None:
+        """The gate that leaves this decided check provisional: its task's use of attention is not checked."""
+        return self.gate if self.gate is not None and self.gate.use is None else None
+
+    @property
+    def provisional(self) -> bool:
+        return self.verdict in (SUPPORTS, CONTRADICTS) and (self.unchecked is not None or self.learning is not None)
+
+    @property
+    def gap(self) -> Gap | None:
+        return self.finding.gap
 
 
 @dataclass
