@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from synthesizer.report.claims import GLUE_DATA, GLUE_TASK, evaluate_claims
+from synthesizer.report.claims import GLUE_DATA, GLUE_TASK, Floor, evaluate_claims
 from synthesizer.comparison import run_comparison
 from synthesizer.report.average import glue_average
 from synthesizer.report.summary import render
@@ -132,12 +132,14 @@ def test_claim7_is_judged_on_the_average_when_there_is_one(tmp_path):
     results, _ = run(tmp_path, FakeRunner())
     v7 = next(v for v in evaluate_claims(build_groups(results.runs)) if v.number == 7)
     assert v7.rule.startswith("On the GLUE-style average")
-    assert v7.checks and all(c.text.startswith(f"{GLUE_TASK}-{GLUE_DATA}") for c in v7.checks)
+    assert v7.checks and all(c.key == f"{GLUE_TASK}-{GLUE_DATA}" for c in v7.checks)
     # random loses 33% of vanilla's gain (0.70 vs 0.80, trivial 0.5): clearly behind; random+vanilla best, but
     # with no `none` trained whether a model without attention would beat the others too is not checked
     behind, best = v7.checks
-    assert behind.verdict == "supports" and "random accuracy 0.7" in behind.text
-    assert best.verdict == "cannot tell" and "no `none` trained, so whether a model without attention" in best.text
+    assert behind.verdict == "supports" and behind.finding.kinds == ("random", "vanilla")
+    assert behind.gap.row.mean == pytest.approx(0.7) and behind.gap.value == pytest.approx(1 / 3)
+    assert best.verdict == "cannot tell" and best.finding.kinds[0] == "random+vanilla"
+    assert best.floor.floor is Floor.NOT_CHECKED
     assert v7.verdict == "cannot tell"
 
 

@@ -76,7 +76,7 @@ def test_a_scale_study_trains_every_width_in_seed_rounds_and_reads_the_trend(tmp
         assert len(saved["runs"]) == 9 and (tmp_path / f"width-{width}" / "report.md").is_file()
     assert len(results.runs) == 18
     study = Study(tmp_path)
-    random = {w: g.row("random").attention_share for w, g in study.groups["lm-sotu"].items()}
+    random = {w: g.judged("random").attention_share for w, g in study.groups["lm-sotu"].items()}
     assert random[16].value == pytest.approx(0.9, abs=0.05) and random[32].value == pytest.approx(0.6, abs=0.06)
     report = (tmp_path / "report.md").read_text()
     assert re.search(r"random.s share of what vanilla.s attention adds: falls: 8\d% \[", report)
@@ -209,7 +209,7 @@ def test_the_widths_are_the_runs_recorded_ones_whatever_the_folders_are_called(t
     (tmp_path / "swap").rename(tmp_path / "width-32")
     study = Study(tmp_path)
     assert study.widths == [16, 32] and study.folders == {16: tmp_path / "width-32", 32: tmp_path / "width-16"}
-    random = {w: g.row("random").attention_share for w, g in study.groups["lm-sotu"].items()}
+    random = {w: g.judged("random").attention_share for w, g in study.groups["lm-sotu"].items()}
     assert random[16].value == pytest.approx(0.9, abs=0.05)  # the trend still falls with the width
     assert main(["--render", str(tmp_path)]) == 0
     report = (tmp_path / "report.md").read_text()

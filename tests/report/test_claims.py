@@ -8,8 +8,9 @@ import pytest
 
 from synthesizer.report.claims import (CANNOT_TELL, CLOSE_LOSS, CONTRADICTS, DOES_NOT_APPLY, LITTLE_LOSS, MATCH_LOSS,
                                        NOT_RUN, PAPER_ENDE, PAPER_ENFR, PAPER_LM1B, PAPER_LM1B_UNIGRAM, PAPER_T5_ENDE,
-                                       PASSABLE_LOSS, NO_NONE_PROVISIONAL, SUPPORTS, Gap, evaluate_claims, judge_at_most,
-                                       judge_beyond, kept_share, quality_gap, scale_of, trivial_score)
+                                       PASSABLE_LOSS, SUPPORTS, Check, Decide, Finding, Floor, Gap, GateReason, Interval, Reason,
+                                       Seeds, Trivial, evaluate_claims, judge_at_most, judge_beyond, kept_share, scale_of,
+                                       trivial_score)
 from synthesizer.report.groups import build_groups
 from synthesizer.report.tables import Group, Row
 
@@ -70,12 +71,12 @@ NONE_FAILS = [5.0, 5.5, 4.5]  # `none` keeps about a fifth of vanilla's gain: it
 # ----------------------------------------------------------------------------- scale, thresholds, judges
 
 def test_judges_use_the_whole_interval():
-    assert judge_at_most(Gap(0.02, 0.01, 0.03, ""), 0.05) == SUPPORTS
-    assert judge_at_most(Gap(0.08, 0.06, 0.10, ""), 0.05) == CONTRADICTS
-    assert judge_at_most(Gap(0.05, 0.03, 0.07, ""), 0.05) == CANNOT_TELL
-    assert judge_at_most(Gap(0.0, -math.inf, math.inf, ""), 0.5) == CANNOT_TELL  # nothing measured
-    assert judge_beyond(Gap(0.5, 0.3, 0.7, ""), 0.05) == SUPPORTS
-    assert judge_beyond(Gap(0.0, -0.01, 0.01, ""), 0.05) == CONTRADICTS
+    assert judge_at_most(Gap(0.02, 0.01, 0.03), 0.05) == SUPPORTS
+    assert judge_at_most(Gap(0.08, 0.06, 0.10), 0.05) == CONTRADICTS
+    assert judge_at_most(Gap(0.05, 0.03, 0.07), 0.05) == CANNOT_TELL
+    assert judge_at_most(Gap(0.0, -math.inf, math.inf), 0.5) == CANNOT_TELL  # nothing measured
+    assert judge_beyond(Gap(0.5, 0.3, 0.7), 0.05) == SUPPORTS
+    assert judge_beyond(Gap(0.0, -0.01, 0.01), 0.05) == CONTRADICTS
 
 
 def test_kept_share_of_perplexity_and_bleu():
@@ -102,12 +103,12 @@ def test_thresholds_are_the_papers_gaps_and_match_the_doc():
 
 def test_trivial_predictor_comes_from_the_records():
     (g,) = build_groups(seeds("vanilla", VANILLA, baselines={"copy_source_bleu": 8.3}))
-    assert trivial_score(g)[0] == 8.3 and "copying the source" in trivial_score(g)[1]
+    assert trivial_score(g) == Trivial(8.3, key="copy_source_bleu")
     (g,) = build_groups(seeds("vanilla", [0.9] * 3, task="classification", metric="accuracy",
                               baselines={"majority_accuracy": 0.6}))
-    assert trivial_score(g)[0] == 0.6  # the majority class itself, not the at-chance line 0.61
+    assert trivial_score(g) == Trivial(0.6, key="majority_accuracy")  # the majority class, not the at-chance 0.61
     (g,) = build_groups(seeds("vanilla", VANILLA))
-    assert trivial_score(g)[0] == 1.0 and "at-chance line" in trivial_score(g)[1]
+    assert trivial_score(g) == Trivial(1.0, chance=g.chance["why"])  # the at-chance line
 
 
 def test_rows_carry_per_seed_values_from_the_records():
@@ -127,11 +128,12 @@ def test_perplexity_29_6_percent_worse_is_not_passable():
     one = group([row("vanilla", [325.5]), row("fixed_random", [421.8])], chance={"value": 600.6, "why": "unigram"})
     v = verdicts([one])[1]
     assert v.verdict == CANNOT_TELL
-    assert "1 seed: no uncertainty measured" in v.checks[0].text and "keeps 57.7%" in v.checks[0].text
+    gap = v.checks[0].gap
+    assert gap.interval == Interval(seeds=1) and not gap.measured and gap.row.kept == pytest.approx(0.5769, abs=1e-4)
     three = group([row("vanilla", [325.5, 330.1, 321.0]), row("fixed_random", [421.8, 430.2, 415.9])],
                   chance={"value": 600.6, "why": "unigram"})
     v = verdicts([three])[1]
-    assert v.verdict == CONTRADICTS and "t-interval over 3 paired seeds" in v.checks[0].text
+    assert v.verdict == CONTRADICTS and v.checks[0].gap.interval == Interval(t_seeds=3)
 
 
 def test_match_or_beat_inside_the_uncertainty_cannot_tell():
@@ -141,7 +143,7 @@ def test_match_or_beat_inside_the_uncertainty_cannot_tell():
               task="dialogue", metric="bleu1", higher=True, baselines={"copy_source_bleu1": 0.5})
     v = verdicts([g])[4]
     assert v.verdict == CANNOT_TELL
-    assert all(c.verdict == CANNOT_TELL for c in v.checks), [c.text for c in v.checks]
+    assert all(c.verdict == CANNOT_TELL for c in v.checks), v.checks
 
 
 def test_one_seed_never_supports_on_a_fixed_tolerance():
@@ -150,13 +152,13 @@ def test_one_seed_never_supports_on_a_fixed_tolerance():
     v = verdicts(runs)
     for n in (1, 2, 4):
         assert v[n].verdict == CANNOT_TELL
-        assert all("1 seed: no uncertainty measured" in c.text for c in v[n].checks)
+        assert all(c.finding.reason is Reason.QUALITY and c.gap.interval == Interval(seeds=1) for c in v[n].checks)
 
 
 def test_two_seeds_are_too_few_for_a_seed_interval():
     runs = seeds("vanilla", VANILLA[:2]) + seeds("fixed_random", [5.0, 5.5])
     v = verdicts(runs)[1]
-    assert v.verdict == CANNOT_TELL and "2 paired seeds" in v.checks[0].text
+    assert v.verdict == CANNOT_TELL and v.checks[0].gap.interval == Interval(seeds=2)
 
 
 def test_scale_undefined_when_vanilla_does_not_beat_the_trivial_predictor():
@@ -166,7 +168,9 @@ def test_scale_undefined_when_vanilla_does_not_beat_the_trivial_predictor():
     (g,) = build_groups(runs)
     assert not hasattr(scale_of(g), "gain")
     v = verdicts(runs)[1]
-    assert v.verdict == CANNOT_TELL and "does not clearly beat copying the source" in v.checks[0].text
+    found = v.checks[0].finding
+    assert v.verdict == CANNOT_TELL and found.reason is Reason.SCALE_UNDEFINED
+    assert found.trivial == Trivial(8.3, key="copy_source_bleu") and found.value == pytest.approx(4.4)
     # vanilla's gain inside its own seed spread is not "clearly" either
     noisy = group([row("vanilla", [500.0, 610.0, 590.0]), row("fixed_random", [700.0, 720.0, 710.0])],
                   chance={"value": 600.0, "why": "unigram"})
@@ -186,7 +190,9 @@ def test_claims_1_2_4_supported_by_a_close_run():
     v = verdicts(close_run())
     assert v[1].verdict == SUPPORTS and v[2].verdict == SUPPORTS and v[4].verdict == SUPPORTS
     # fixed_random keeps (19 - 1) / 19 of the gain; the raw metric stays beside the kept share
-    assert "bleu 18 " in v[1].checks[0].text and "keeps 89.5%" in v[1].checks[0].text
+    gap = v[1].checks[0].gap
+    assert gap.row.mean == pytest.approx(18.0) and gap.row.kept == pytest.approx(17 / 19)
+    assert gap.ref.kept == pytest.approx(1.0) and gap.value == pytest.approx(2 / 19)
 
 
 def test_claims_contradicted_by_large_gaps():
@@ -195,7 +201,8 @@ def test_claims_contradicted_by_large_gaps():
             + seeds("random+vanilla", shift(VANILLA, [-5.0, -4.8, -5.2])) + seeds("dense+vanilla", VANILLA))
     v = verdicts(runs)
     assert v[1].verdict == CONTRADICTS and v[2].verdict == CONTRADICTS and v[4].verdict == CONTRADICTS
-    assert any("loss +52.6%" in c.text for c in v[1].checks)  # 10 of vanilla's 19 points over the trivial 1
+    # 10 of vanilla's 19 points over the trivial 1
+    assert [c.gap.value for c in v[1].checks] == [pytest.approx(10 / 19)]
 
 
 def test_within_seed_spread_is_cannot_tell():
@@ -209,11 +216,11 @@ def test_within_seed_spread_is_cannot_tell():
 
 def test_missing_variants_are_not_run_and_other_tasks_do_not_apply():
     v = verdicts([res("vanilla", 20.0), res("random", 19.0)])
-    assert v[1].verdict == NOT_RUN and "fixed_random not in this run" in v[1].checks[0].text
+    assert v[1].verdict == NOT_RUN and v[1].checks[0].finding == Finding(Reason.NOT_IN_RUN, ("fixed_random",))
     assert v[5].verdict == DOES_NOT_APPLY
-    assert v[5].checks[0].text == "the claim is about language modelling tasks; this run has none"
+    assert v[5].checks[0].finding == Finding(Reason.NOT_ABOUT, family="language modelling")
     assert v[6].verdict == DOES_NOT_APPLY and v[7].verdict == DOES_NOT_APPLY
-    assert "GLUE-style" in v[7].checks[0].text
+    assert v[7].checks[0].finding == Finding(Reason.NOT_ABOUT, family="GLUE-style (pretrained, then fine-tuned)")
     assert verdicts([res("vanilla", 20.0), res("random", 19.0)])[2].verdict == CANNOT_TELL  # ran, one seed
 
 
@@ -234,24 +241,29 @@ def claim3_timing(fact_random_speed=1300.0):
 def test_claim3_factorized_fewer_params_faster_little_loss():
     assert verdicts(claim3_run(), claim3_timing())[3].verdict == SUPPORTS
     v = verdicts(claim3_run(), claim3_timing(700.0))[3]  # factorized_random clearly slower than random
-    assert v.verdict == CONTRADICTS and any("slower" in c.text and c.verdict == CONTRADICTS for c in v.checks)
+    timed = [c for c in v.checks if c.finding.reason is Reason.TIMED]
+    assert v.verdict == CONTRADICTS and [c.verdict for c in timed] == [CONTRADICTS, SUPPORTS]
+    assert timed[0].gap.value == pytest.approx(1000 / 700 - 1) and timed[0].gap.tolerance == 0.05
     assert verdicts(claim3_run(), claim3_timing(1020.0))[3].verdict == CANNOT_TELL  # inside the 5% timing tolerance
     runs = claim3_run()
     for r, d in zip(runs[9:12], (-1.0, -1.1, -0.9)):  # factorized_random loses 5% of the gain: more than a little
         r["test_metrics"]["bleu"] += d
     v = verdicts(runs, claim3_timing())[3]
-    assert v.verdict == CONTRADICTS and any("factorized_random" in c.text and c.verdict == CONTRADICTS for c in v.checks)
+    assert v.verdict == CONTRADICTS
+    assert [c.finding.kinds for c in v.checks if c.verdict == CONTRADICTS] == [("factorized_random", "random")]
 
 
 def test_a_speed_verdict_comes_from_the_one_at_a_time_timing_only():
     # the runs trained side by side say factorized_random is 30% faster: information, not a verdict
     v = verdicts(claim3_run())[3]
-    speed = [c for c in v.checks if "timed one at a time" in c.text or "timing" in c.text]
+    speed = [c for c in v.checks if c.finding.reason in (Reason.NOT_TIMED, Reason.TIMED)]
     assert v.verdict == CANNOT_TELL and len(speed) == 2 and all(c.verdict == CANNOT_TELL for c in speed)
-    assert "trained side by side (information only): training speed factorized_random 1,300/s" in speed[0].text
+    assert all(c.finding.reason is Reason.NOT_TIMED for c in speed)
+    assert speed[0].gap.speeds == (1300.0, 1000.0) and speed[0].gap.timing is None  # side by side, quoted only
     # the timing decides, whatever the side-by-side speeds say
     slow = verdicts(claim3_run(2000.0), claim3_timing(700.0))[3]
-    assert any(c.verdict == CONTRADICTS and "one-at-a-time timing" in c.text for c in slow.checks)
+    assert any(c.verdict == CONTRADICTS and c.finding.reason is Reason.TIMED and c.gap.timing.repeats == 5
+               for c in slow.checks)
 
 
 def test_fewer_parameters_does_not_apply_where_the_factorization_cannot_save_any():
@@ -261,9 +273,9 @@ def test_fewer_parameters_does_not_apply_where_the_factorization_cannot_save_any
         if r["attention"] == "factorized_dense":
             r["params"]["attention_logits"] = 600  # more than dense's 500 at this max_len
     v = verdicts(runs, timing(factorized_random=1300.0, params=params, **CLAIM3_SPEEDS))[3]
-    check = next(c for c in v.checks if "attention parameters factorized_dense" in c.text)
-    assert check.verdict == DOES_NOT_APPLY
-    assert "at max_len 64 the factorization cannot save parameters (it does from max_len 128 on)" in check.text
+    check = next(c for c in v.checks if c.finding.counts is not None and c.finding.kinds[0] == "factorized_dense")
+    assert check.verdict == DOES_NOT_APPLY and check.finding.reason is Reason.PARAMS_CANNOT_SAVE
+    assert (check.finding.counts, check.finding.max_len, check.finding.saves_from) == ((600, 500), 64, 128)
     assert v.verdict == SUPPORTS  # the rest supports; the parameter check is about another length
     # without the timing's count the same numbers contradict: more parameters at the run's own length
     assert verdicts(runs, claim3_timing())[3].verdict == CONTRADICTS
@@ -299,8 +311,8 @@ def test_claim_7_is_judged_on_a_glue_average_only():
     # no `none` trained: a contradiction stands, provisional first
     runs = [r for r in runs if r["attention"] != "none"]
     runs[3:6] = seeds("random", [0.899, 0.911, 0.890], **GLUE)  # random matches vanilla: not behind
-    assert any(c.verdict == CONTRADICTS and c.text.startswith(f"glue-average: {NO_NONE_PROVISIONAL}; random ")
-               for c in verdicts(runs)[7].checks)
+    (random,) = [c for c in verdicts(runs)[7].checks if c.finding.kinds == ("random", "vanilla")]
+    assert random.verdict == CONTRADICTS and random.provisional and random.unchecked.reason is GateReason.NO_NONE
 
 
 def test_claim5_needs_dynamicconv_on_lm():
@@ -314,14 +326,16 @@ def test_claim5_needs_dynamicconv_on_lm():
     # a dynamicconv that `none` beats too: beating it says nothing about random's attention
     runs[6:9] = seeds("dynamicconv", [300.0, 310.0, 305.0], speed=1000.0, **kw)
     v = verdicts(runs, timed)[5]
-    assert v.verdict == CANNOT_TELL and "no attention passes this test too" in v.checks[0].text
+    assert v.verdict == CANNOT_TELL and v.checks[0].floor.floor is Floor.PASSES
+    assert v.checks[0].floor.ref == "dynamicconv" and v.checks[0].floor.gap.high < 0  # none clearly better
 
 
 def test_a_diverged_variant_counts_as_worst():
     runs = [res("vanilla", 20.0), res("fixed_random", 20.0), res("random", 20.0), res("dense", 20.0)]
     runs[1]["diverged"] = True
     v = verdicts(runs)
-    assert v[1].verdict == CONTRADICTS and "diverged" in v[1].checks[0].text
+    gap = v[1].checks[0].gap
+    assert v[1].verdict == CONTRADICTS and gap.row.mean is None and gap.value == gap.low == math.inf
 
 
 def test_vanilla_at_chance_leaves_every_quality_check_undecided():
@@ -330,10 +344,13 @@ def test_vanilla_at_chance_leaves_every_quality_check_undecided():
     runs = [res(k, 0.685, **kw) for k in ("vanilla", "fixed_random", "random", "random+vanilla", "factorized_random",
                                           "linformer")] + [res("dense", 0.72, **kw)]
     v = verdicts(runs)
-    assert v[1].verdict == CANNOT_TELL and "both score at chance" in v[1].checks[0].text
+    assert v[1].verdict == CANNOT_TELL
+    assert v[1].checks[0].finding == Finding(Reason.AT_CHANCE, ("fixed_random", "vanilla"),
+                                             chance="majority-class accuracy 0.680 + 0.01")
     assert v[6].verdict == CANNOT_TELL
     assert v[7].verdict == DOES_NOT_APPLY  # not GLUE; its reading says why it could not tell either
-    assert any("does not clearly beat the majority class" in c.text for c in v[7].readings)
+    assert any(c.finding.reason is Reason.SCALE_UNDEFINED and c.finding.trivial == Trivial(0.68, key="majority_accuracy")
+               for c in v[7].readings)
 
 
 def test_per_example_statistics_give_a_one_seed_interval():
@@ -347,7 +364,7 @@ def test_per_example_statistics_give_a_one_seed_interval():
         return verdicts([g])[1]
 
     v = claim1(240)  # keeps 40/160 of the gain: clearly not passable, even from one seed
-    assert v.verdict == CONTRADICTS and "paired bootstrap over 400 test examples (1000 resamples)" in v.checks[0].text
+    assert v.verdict == CONTRADICTS and v.checks[0].gap.interval == Interval(examples=400, boot_seeds=1)
     assert claim1(338).verdict == CANNOT_TELL  # loses 13.75%: the interval straddles the 13.7% threshold
     assert claim1(350).verdict == SUPPORTS     # loses 6.25%, and 10 discordant examples of 400 resolve it
 
@@ -369,7 +386,7 @@ def test_run_records_with_per_sentence_bleu_are_judged_by_the_bootstrap():
 
     v = verdicts([record("vanilla", 180), record("fixed_random", 100)])[1]
     assert v.verdict == CONTRADICTS
-    assert "95% paired bootstrap over 200 test examples (1000 resamples)" in v.checks[0].text
+    assert v.checks[0].gap.interval == Interval(examples=200, boot_seeds=1)
     # without the statistics the same numbers are one unmeasured seed: nothing decides
     bare = [record("vanilla", 180), record("fixed_random", 100)]
     for r in bare:
@@ -389,19 +406,21 @@ def test_a_variant_not_clearly_better_than_none_is_flagged_in_the_table_and_the_
     for r in base:
         r["baselines"] = unigram
     (g,) = build_groups(base)
-    assert [r.kind for r in g.rows if r.ignores_attention] == ["fixed_random"]
+    assert [r.kind for r in g.rows if g.judged(r.kind).ignores_attention] == ["fixed_random"]
     status = {cells[0]: cells[-1] for cells in table_rows(g)[1]}
     # its interval against none straddles 0: it may gain nothing, which the status says with the interval
     assert re.fullmatch(r"ok; not clearly better than none \(loss [+-]\d+\.\d% \[-\d+\.\d%, \+\d+\.\d%\]\)",
                         status["fixed_random"]), status["fixed_random"]
     assert status["random"] == status["vanilla"] == status["none"] == "ok"
     check = verdicts([g])[1].checks[0]
-    assert "fixed_random not clearly better than none (loss" in check.text
-    assert "t-interval over 3 paired seeds" in check.text
+    (unused,) = check.finding.unused
+    assert (unused.row.kind, unused.ref.kind) == ("fixed_random", "none") and unused.low < 0 < unused.high
+    assert unused.interval == Interval(t_seeds=3)
+    assert g.judged("fixed_random").loss == (unused.value, unused.low, unused.high)
     # without a `none` row nothing is flagged
     (g,) = build_groups([r for r in base if r["attention"] != "none"])
-    assert not any(r.ignores_attention for r in g.rows)
-    assert "not clearly better than none" not in verdicts([g])[1].checks[0].text
+    assert not any(g.judged(r.kind).flagged for r in g.rows)
+    assert verdicts([g])[1].checks[0].finding.unused == ()
 
 
 # ----------------------------------------------------------------------------- the diagnostics are not judged
@@ -415,9 +434,9 @@ def test_the_diagnostics_are_left_out_of_the_claims():
     text = (seeds("vanilla", [100.0, 101.0, 99.0], **lm) + seeds("fixed_random", [101.0, 102.0, 100.5], **lm)
             + seeds("none", [200.0, 205.0, 198.0], **lm))
     assert verdicts(recall + text)[1].verdict == verdicts(text)[1].verdict == SUPPORTS
-    assert not any("diag-recall" in c.text for c in verdicts(recall + text)[1].checks)
+    assert {c.key for c in verdicts(recall + text)[1].checks} == {"lm-sotu"}
     alone = verdicts(recall)
-    assert all(v.verdict == DOES_NOT_APPLY and v.checks[0].text.startswith("not judged on the diagnostics")
+    assert all(v.verdict == DOES_NOT_APPLY and v.checks == [Check(DOES_NOT_APPLY, Finding(Reason.DIAGNOSTICS))]
                for v in alone.values())
 
 
@@ -439,28 +458,30 @@ CLOSE = dict(fixed_random=[301.0, 311.0, 306.0], random=[300.5, 310.5, 305.5], d
 
 
 def test_with_one_seed_and_no_per_example_scores_the_use_of_attention_is_not_measured_not_denied():
-    from synthesizer.report.claims import CONTRIBUTION_NOT_MEASURED, NOTHING_MEASURABLE, USE_NOT_MEASURED
+    from synthesizer.report.claims import USE_NOT_MEASURED
     from synthesizer.report.tables import table_rows
 
     runs = [r for r in lm_runs([450.0, 470.0, 440.0], **CLOSE) if r["seed"] == 0]  # vanilla 300 vs none 450
     (g,) = build_groups(runs)
-    assert not any(r.ignores_attention for r in g.rows)
+    assert not any(g.judged(r.kind).ignores_attention for r in g.rows)
+    assert [r.kind for r in g.rows if g.judged(r.kind).use_not_measured] == ["vanilla", "fixed_random", "random",
+                                                                             "dense", "random+vanilla"]
     status = {cells[0]: cells[-1] for cells in table_rows(g)[1]}
     assert status["vanilla"] == status["fixed_random"] == f"ok; {USE_NOT_MEASURED}"
     assert status["none"] == "ok"
     checks = [c for v in verdicts([g]).values() for c in v.checks if c.key == "lm-sotu" and c.verdict != NOT_RUN]
     assert checks and all(c.verdict == CANNOT_TELL for c in checks)
     for c in checks:
-        assert c.text.startswith(f"lm-sotu: {CONTRIBUTION_NOT_MEASURED} (vanilla vs none: ")
-        assert "1 seed: no uncertainty measured" in c.text and NOTHING_MEASURABLE not in c.text
+        assert c.gate.use is False and c.gate.reason is GateReason.CONTRIBUTION_NOT_MEASURED
+        assert c.gate.gap.interval == Interval(seeds=1) and c.gate.gap.value < 0  # vanilla ahead, by how much unknown
     # the same records with 3 seeds: measured, attention matters, the checks are judged
     (g3,) = build_groups(lm_runs([450.0, 470.0, 440.0], **CLOSE))
-    assert all(USE_NOT_MEASURED not in r.status for r in g3.rows)
+    assert not any(g3.judged(r.kind).flagged for r in g3.rows)
     assert verdicts([g3])[1].verdict == SUPPORTS
 
 
 def test_where_vanilla_does_not_clearly_beat_none_every_check_cannot_tell_with_that_reason():
-    from synthesizer.report.claims import NOTHING_MEASURABLE, attention_notes
+    from synthesizer.report.claims import NOTHING_MEASURABLE, attention_note, attention_notes
     from synthesizer.report.summary import print_tables
     from synthesizer.runs.results import Results
 
@@ -472,23 +493,24 @@ def test_where_vanilla_does_not_clearly_beat_none_every_check_cannot_tell_with_t
     checks = [c for v in tied.values() for c in v.checks if c.key == "lm-sotu" and c.verdict != NOT_RUN]
     assert len(checks) >= 4
     for c in checks:
-        assert c.verdict == CANNOT_TELL
-        assert c.text.startswith(f"lm-sotu: {NOTHING_MEASURABLE} (vanilla vs none: perplexity 305 ± 5 (keeps 100.0%) "
-                                 "vs perplexity 305.7 ± 6.03 (keeps ")
-        assert "t-interval over 3 paired seeds" in c.text and c.brief.startswith(f"lm-sotu: {NOTHING_MEASURABLE}")
+        assert c.verdict == CANNOT_TELL and c.gate.use is False and c.gate.reason is GateReason.NOTHING_MEASURABLE
+        gap = c.gate.gap  # vanilla against none, on the kept-share scale
+        assert (gap.row.kind, gap.row.mean, gap.row.std, gap.row.kept) == ("vanilla", 305.0, 5.0, pytest.approx(1.0))
+        assert (gap.ref.kind, gap.ref.mean) == ("none", pytest.approx(305.67, abs=0.01))
+        assert gap.interval == Interval(t_seeds=3) and gap.low < 0 < gap.high
     assert tied[1].verdict == tied[2].verdict == tied[4].verdict == CANNOT_TELL
     (note,) = attention_notes(groups)
-    assert note.startswith(f"lm-sotu: {NOTHING_MEASURABLE}") and note.endswith("every check on it cannot tell")
+    assert (note.key, note.use, note.reason) == ("lm-sotu", False, GateReason.NOTHING_MEASURABLE)
     # the closing summary says it before the verdicts
     lines = []
     print_tables(Results({"runs": runs, "labels": {}}), lines.append)
     first_claim = next(i for i, line in enumerate(lines) if line.startswith("claim "))
-    assert lines[first_claim - 1] == f"attention: {note}"
+    assert lines[first_claim - 1] == f"attention: lm-sotu: {attention_note(note)}"
     assert lines[first_claim].startswith(f"claim 1: cannot tell: lm-sotu: {NOTHING_MEASURABLE}")
 
 
 def test_without_none_no_check_supports_and_the_others_are_provisional():
-    from synthesizer.report.claims import NO_NONE, NO_NONE_PROVISIONAL, attention_notes, verdict_label
+    from synthesizer.report.claims import attention_note, attention_notes, verdict_label
     from synthesizer.report.document import _claim_blocks
 
     worse = dict(CLOSE, dense_plus_vanilla=[400.0, 410.0, 405.0])  # clearly behind vanilla: claim 4 contradicts
@@ -496,23 +518,25 @@ def test_without_none_no_check_supports_and_the_others_are_provisional():
     v = {x.number: x for x in evaluate_claims(groups)}
     # a pass cannot tell: whether a model without attention passes too is not checked
     assert v[1].verdict == CANNOT_TELL
-    assert v[1].checks[0].text.startswith(f"lm-sotu: {NO_NONE}, so whether a model without attention passes this "
-                                          "test too is not checked; fixed_random perplexity")
+    assert v[1].checks[0].floor.floor is Floor.NOT_CHECKED and v[1].checks[0].finding.kinds == ("fixed_random", "vanilla")
     assert verdict_label(v[1]) == CANNOT_TELL
     # a contradiction stands, marked
     assert v[4].verdict == CONTRADICTS
     assert verdict_label(v[4]) == "contradicts (provisional: no `none` trained)"
-    assert any(c.text.startswith(f"lm-sotu: {NO_NONE_PROVISIONAL}; dense+vanilla perplexity") for c in v[4].checks)
+    (behind,) = [c for c in v[4].checks if c.verdict == CONTRADICTS]
+    assert behind.finding.kinds == ("dense+vanilla", "vanilla") and behind.unchecked.reason is GateReason.NO_NONE
     assert verdict_label(v[5]) == NOT_RUN  # dynamicconv not trained: nothing to mark
     (note,) = attention_notes(groups)
-    assert note == f"lm-sotu: {NO_NONE_PROVISIONAL}; its verdicts below are provisional"
+    assert (note.key, note.use, note.reason) == ("lm-sotu", None, GateReason.NO_NONE)
+    assert attention_note(note) == ("provisional: no `none` trained, so whether attention contributes anything on "
+                                    "this task is not checked; its verdicts below are provisional")
     # `none` trained but failed: the same, saying so
     failed = [r for r in lm_runs([450.0, 470.0, 440.0], **worse) if r["attention"] != "none"]
     failed += [{"task": "lm", "data": "sotu", "attention": "none", "seed": s, "error": "boom"} for s in SEEDS]
     broken = build_groups(failed)
     w = {x.number: x for x in evaluate_claims(broken)}
     assert verdict_label(w[4]) == "contradicts (provisional: `none` has no metric (failed))"
-    assert attention_notes(broken)[0].startswith("lm-sotu: provisional: `none` has no metric (failed), so whether")
+    assert (attention_notes(broken)[0].reason, attention_notes(broken)[0].status) == (GateReason.NONE_NO_METRIC, "failed")
     blocks = _claim_blocks(list(v.values()), attention_notes(groups))
     table = next(b for b in blocks if b[0] == "table")
     assert table[2][3][1] == "**contradicts** (provisional: no `none` trained)"
@@ -529,9 +553,9 @@ def test_a_pass_that_no_attention_earns_too_cannot_tell():
     v = verdicts(runs)
     (check,) = v[1].checks
     assert v[1].verdict == CANNOT_TELL
-    assert re.match(r"lm-sotu: none keeps 9\d% \[9\d%, 9\d%\] of vanilla's gain: no attention passes this test too; "
-                    r"fixed_random perplexity", check.text), check.text
-    assert check.brief.endswith("no attention passes this test too")
+    assert check.floor.floor is Floor.PASSES and check.floor.ref == "vanilla"
+    none = check.floor.gap  # none keeps over 90% of vanilla's gain, the whole interval too
+    assert none.row.kind == "none" and 0.9 < 1 - none.high <= 1 - none.value <= 1 - none.low < 1.0
     assert v[2].verdict == SUPPORTS
     # the same fixed_random where `none` keeps only half: the pass says something, and stands
     runs = lm_runs([600.0, 620.0, 610.0], fixed_random=[301.0, 311.0, 306.0])
@@ -550,24 +574,26 @@ def test_the_share_of_what_vanillas_attention_adds_by_hand():
     losses = [(math.log(b) - math.log(a)) / gain for a, b in zip(v, r)]      # paired with vanilla, seed by seed
     sd = (sum((x - mean(losses)) ** 2 for x in losses) / 2) ** 0.5
     half = 4.303 * sd / math.sqrt(3)
-    got = g.row("random").attention_share
+    got = g.judged("random").attention_share
     assert got.value == pytest.approx(share) and share == pytest.approx(1 - mean(losses))
     assert (got.low, got.high) == (pytest.approx(1 - mean(losses) - half, abs=1e-3),
                                    pytest.approx(1 - mean(losses) + half, abs=1e-3))
-    assert g.row("vanilla").attention_share.text() == "100%" and g.row("none").attention_share.value == pytest.approx(0)
+    assert g.judged("vanilla").attention_share.text() == "100%"
+    assert g.judged("none").attention_share.value == pytest.approx(0)
     # the kept share beside it: of vanilla's gain over the unigram model
     kept = (math.log(600) - mean([math.log(x) for x in r])) / (math.log(600) - mean([math.log(x) for x in v]))
-    assert g.row("random").kept.value == pytest.approx(kept)
-    check = verdicts([g])[2].checks[0]
-    assert (f"random keeps {share:.0%} [{1 - mean(losses) - half:.0%}, {1 - mean(losses) + half:.0%}] of what "
-            "vanilla's attention adds (its gain over none)") in check.text
+    assert g.judged("random").kept.value == pytest.approx(kept)
+    added = verdicts([g])[2].checks[0].finding.contribution  # the check's loss in units of attention's gain
+    assert (added.kind, added.ref, added.shares) == ("random", "vanilla", None)
+    assert (1 - added.value, 1 - added.high, 1 - added.low) == (pytest.approx(share), pytest.approx(got.low),
+                                                                pytest.approx(got.high))
     # vanilla tying none: no share of a gain that is not there
     (tied,) = build_groups(lm_runs([305.0, 300.0, 312.0], random=[330.0, 335.0, 340.0]))
-    assert tied.row("random").attention_share is None and tied.row("random").kept is not None
+    assert tied.judged("random").attention_share is None and tied.judged("random").kept is not None
 
 
 def test_a_check_that_cannot_tell_says_how_many_seeds_would_decide():
-    from synthesizer.report.claims import seeds_note
+    from synthesizer.report.claims import seeds_to_settle
 
     v, r = [300.0, 310.0, 305.0], [306.0, 313.0, 313.0]
     (g,) = build_groups(lm_runs([450.0, 470.0, 440.0], random=r))
@@ -580,25 +606,22 @@ def test_a_check_that_cannot_tell_says_how_many_seeds_would_decide():
                                               2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045))}
     n = next(k for k in t if t[k] * sd / math.sqrt(k) < abs(m - CLOSE_LOSS))  # by hand, within the table
     assert n > 3
-    check = next(c for c in verdicts([g])[2].checks if "random vs vanilla" in c.brief)
-    assert check.verdict == CANNOT_TELL
-    assert f"about {n} seeds would decide, if the mean and spread of these 3 held" in check.text
-    assert f"about {n} seeds would decide" in check.brief
-    assert seeds_note(Gap(m, -1, 1, "", per_seed=[CLOSE_LOSS - 0.01, CLOSE_LOSS + 0.01]), CLOSE_LOSS) == \
-        "no number of seeds would decide: the mean is on the threshold"
-    assert seeds_note(Gap(0.0, -math.inf, math.inf, ""), 0.0) == ""  # nothing measured: nothing to say
+    check = next(c for c in verdicts([g])[2].checks if c.finding.kinds == ("random", "vanilla"))
+    assert check.verdict == CANNOT_TELL and check.finding.seeds == Seeds(Decide.ABOUT, n, 3)
+    assert seeds_to_settle(Gap(m, -1, 1, per_seed=(CLOSE_LOSS - 0.01, CLOSE_LOSS + 0.01)), CLOSE_LOSS) == \
+        Seeds(Decide.NEVER)
+    assert seeds_to_settle(Gap(0.0, -math.inf, math.inf), 0.0) is None  # nothing measured: nothing to say
 
 
 def test_the_seeds_figure_says_when_the_interval_over_test_examples_straddles_too():
-    from synthesizer.report.claims import seeds_note
+    from synthesizer.report.claims import seeds_to_settle
 
-    losses = [0.02, 0.04, 0.06]  # 5 seeds would narrow the seed interval enough (test_report_stats: by hand)
-    assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses), 0.0137) == \
-        "about 5 seeds would decide, if the mean and spread of these 3 held"
-    assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses, over_examples=(0.0, 0.08)), 0.0137).endswith(
-        "(the seed interval; the one over test examples straddles the threshold too)")
-    assert seeds_note(Gap(0.04, -0.05, 0.13, "", per_seed=losses, over_examples=(0.02, 0.06)), 0.0137) == \
-        "about 5 seeds would decide, if the mean and spread of these 3 held"
+    losses = (0.02, 0.04, 0.06)  # 5 seeds would narrow the seed interval enough (test_report_stats: by hand)
+    assert seeds_to_settle(Gap(0.04, -0.05, 0.13, per_seed=losses), 0.0137) == Seeds(Decide.ABOUT, 5, 3)
+    assert seeds_to_settle(Gap(0.04, -0.05, 0.13, per_seed=losses, over_examples=(0.0, 0.08)), 0.0137) == \
+        Seeds(Decide.ABOUT, 5, 3, examples_straddle=True)
+    assert seeds_to_settle(Gap(0.04, -0.05, 0.13, per_seed=losses, over_examples=(0.02, 0.06)), 0.0137) == \
+        Seeds(Decide.ABOUT, 5, 3)
 
 
 def test_identical_predictions_are_no_use_of_attention():
@@ -609,8 +632,9 @@ def test_identical_predictions_are_no_use_of_attention():
         r["per_example"] = {"metric": "accuracy", "kind": "accuracy", "values": [1.0] * 6 + [0.0] * 4}
         return r
 
-    from synthesizer.report.claims import NOTHING_MEASURABLE, attention_gate
+    from synthesizer.report.claims import attention_gate
 
     (g,) = build_groups([record(k, s) for k in ("vanilla", "none") for s in (0, 1)])
-    assert g.row("vanilla").ignores_attention
-    assert attention_gate(g)[0] is False and attention_gate(g)[1].startswith(NOTHING_MEASURABLE)
+    assert g.judged("vanilla").ignores_attention and g.judged("vanilla").loss == (0.0, 0.0, 0.0)
+    gate = attention_gate(g)
+    assert gate.use is False and gate.reason is GateReason.NOTHING_MEASURABLE

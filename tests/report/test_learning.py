@@ -10,7 +10,7 @@ from synthesizer.report.summary import print_tables
 from synthesizer.report.document import build_report
 from synthesizer.runs.results import Results
 from synthesizer.report.learning import curve_drop
-from synthesizer.report.learning_facts import FLAT_DROP
+from synthesizer.report.learning_facts import FLAT_DROP, Provisional
 from synthesizer.report.groups import build_groups
 
 STEPS = 200
@@ -77,11 +77,13 @@ def test_a_curve_still_falling_makes_the_claims_provisional_with_the_same_verdic
         return groups[0].learning, next(v for v in evaluate_claims(groups) if v.number == 2)
 
     got, falling = claim2(0.098)
-    assert got.still_learning and got.provisional == "provisional: vanilla still learning"
+    assert got.still_learning and got.provisional == Provisional(still_learning=True)
     assert got.curve_text().startswith("vanilla's validation loss fell 9.8% over the last quarter of training "
                                        "(still learning: verdicts on this task are provisional;")
     _, flat = claim2(0.01)
     assert falling.verdict == flat.verdict and [c.verdict for c in falling.checks] == [c.verdict for c in flat.checks]
+    assert all(c.learning == Provisional(True) and c.provisional for c in falling.checks)
+    assert not any(c.learning or c.provisional for c in flat.checks)
     assert verdict_reason(falling).startswith("lm-d: provisional: vanilla still learning; random vs vanilla: loss ")
     assert "provisional" not in verdict_reason(flat)
     # the claims table says so beside the verdict, where every deciding check is provisional
@@ -120,7 +122,7 @@ def test_vanilla_below_copy_source_bleu_is_a_warning():
     assert margin.text().startswith("**warning: vanilla 3.9 BLEU below copying the source (4.4 vs 8.3; 95% t-interval "
                                     "over 3 seeds: [")
     assert margin.text().endswith(": no better than this trivial predictor**")
-    assert got.provisional == "provisional: vanilla not clearly above copying the source"
+    assert got.provisional == Provisional(still_learning=False, unclear=("copying the source",))
 
 
 def test_a_generation_metric_below_copying_is_no_warning_where_the_task_is_judged_by_perplexity():
@@ -136,7 +138,7 @@ def test_a_generation_metric_below_copying_is_no_warning_where_the_task_is_judge
     assert "warning" not in bleu.text()
     assert bleu.text().startswith("vanilla 3.1 BLEU-1 below copying the source")
     assert bleu.text().endswith("no better than this trivial predictor (not the metric this task is judged by)")
-    assert got.provisional == ""  # the claims judge perplexity, where vanilla is clearly ahead
+    assert got.provisional is None  # the claims judge perplexity, where vanilla is clearly ahead
 
 
 def test_translation_needs_3_bleu_above_copying_the_source_beyond_the_uncertainty():

@@ -8,10 +8,8 @@ summary once rebuilt them without the timings, and could say another verdict tha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
 from ..runs.results import Results
-from .claims import attention_notes, evaluate_claims
+from .claims import Gate, Verdict, attention_notes, evaluate_claims
 from .groups import build_groups
 from .tables import Group
 
@@ -19,12 +17,12 @@ from .tables import Group
 @dataclass(frozen=True)
 class Analysis:
     """``groups``: one per (task, data), with their timings; ``verdicts``: :func:`claims.evaluate_claims` of
-    them, as it gives them; ``notes``: :func:`claims.attention_notes` (where attention matters);
+    them; ``notes``: :func:`claims.attention_notes` (where attention matters, as data: the wording renders it);
     ``pretraining``: the groups of a pretrained preset's pretraining runs (no claim is judged on them)."""
 
     groups: list[Group]
-    verdicts: list[Any]
-    notes: list[str]
+    verdicts: list[Verdict]
+    notes: list[Gate]
     pretraining: list[Group]
 
 

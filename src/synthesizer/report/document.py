@@ -9,8 +9,8 @@ from pathlib import Path
 from . import plots
 from .lead import lead_blocks
 from .analysis import Analysis, analyse
-from .claims import (MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, USE_NOT_MEASURED, Verdict,
-                     verdict_label)
+from .claims import (MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, USE_NOT_MEASURED, Gate, Verdict,
+                     attention_note, check_text, verdict_label)
 from .render import Block, write_report
 from ..runs.results import Results, data_fingerprint, describe_code
 from .hybrid import hybrid_blocks
@@ -123,7 +123,7 @@ def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder
     if baselines:
         notes.append("Trivial predictors on the same test data: "
                      + ", ".join(f"{k} {v:.4g}" for k, v in baselines.items()) + ".")
-    if any(r.ignores_attention for r in group.rows):
+    if any(group.judged(r.kind).ignores_attention for r in group.rows):
         notes.append(f"**{NO_ATTENTION_USE}**: the variant may gain nothing over `{NONE_KIND}` (each position "
                      "keeps its own value, no mixing between tokens): the 95% interval of its loss against "
                      f"`{NONE_KIND}` (in its status), measured as in the claims below, does not lie wholly on the "
@@ -158,7 +158,7 @@ def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder
     return blocks
 
 
-def _claim_blocks(verdicts: list[Verdict], notes: list[str] = ()) -> list[Block]:
+def _claim_blocks(verdicts: list[Verdict], notes: list[Gate] = ()) -> list[Block]:
     """The claims section: ``notes`` (:func:`claims.attention_notes`: where attention matters) first, then the
     rules, the verdicts' table and every check."""
     blocks: list[Block] = [
@@ -193,16 +193,16 @@ def _claim_blocks(verdicts: list[Verdict], notes: list[str] = ()) -> list[Block]
               "about how many seeds would decide it if the mean and spread held."),
     ]
     if notes:
-        blocks.append(("list", [f"**{n.split(': ', 1)[0]}**: {n.split(': ', 1)[1]}" for n in notes]))
+        blocks.append(("list", [f"**{gate.key}**: {attention_note(gate)}" for gate in notes]))
     blocks.append(("table", ["claim", "verdict"],
-                   [[f"{v.number}. {v.claim}", f"**{v.verdict}**{verdict_label(v)[len(str(v.verdict)):]}"]
+                   [[f"{v.number}. {v.claim}", verdict_label(v, bold=True)]
                     for v in verdicts]))
     for v in verdicts:
         blocks += [("h3", f"Claim {v.number}: {v.verdict}"), ("p", v.claim), ("p", f"Rule: {v.rule}"),
-                   ("list", [f"{c.verdict}: {c.text}" for c in v.checks])]
+                   ("list", [f"{c.verdict}: {check_text(c)}" for c in v.checks])]
         if v.readings:
             blocks += [("p", "Reading on the tasks the claim is not about (information, no verdict):"),
-                       ("list", [f"{c.verdict}: {c.text}" for c in v.readings])]
+                       ("list", [f"{c.verdict}: {check_text(c)}" for c in v.readings])]
     return blocks
 
 

@@ -4,7 +4,7 @@ Attention", IJCNLP 2025).
 
 Per task, every kind as a stack of layers: the layers with a dot-product component (``vanilla``, alone or in
 a mixture; counted from 0, the first next to the embeddings), its score, its share of vanilla's gain over
-``none`` with the claims' 95% interval (``claims.put_shares``), on a recall task the seeds that learned it
+``none`` with the claims' 95% interval (``claims.judge_rows``), on a recall task the seeds that learned it
 (test accuracy at least ``LEARNED_ACCURACY``), its parameters and its training speed (tokens a second of the
 runs as trained, side by side, and the one-at-a-time attention step per layer against vanilla's). Among the
 kinds with one dot-product layer, the best placement is the one of lowest validation loss on seed 0 (the
@@ -13,7 +13,7 @@ learning-rate protocol's rule); every placement is shown.
 The 2025 finding is read on four points, each "agrees", "disagrees" or "cannot tell" at this scale, by the
 rules stated in the section: a share "comes close" when its whole interval is at or above ``CLOSE`` of
 vanilla's gain and "loses clearly" when it is all below; a placement "breaks" recall when no seed learns it.
-No paper claim is judged on a kind per layer (report/claims.py names the kinds it checks).
+No paper claim is judged on a kind per layer (report/claims/table.py names the kinds it checks).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def _table(group: Group, places: Placements, recall: bool) -> Block:
     cells = []
     for row in order:
         line = [row.kind, _layers_text(places.kinds.get(row.kind)), str(row.n_ok),
-                fmt_metric(row.metric_mean, row.metric_std, group.metric), _share_text(row.attention_share)]
+                fmt_metric(row.metric_mean, row.metric_std, group.metric), _share_text(group.judged(row.kind).attention_share)]
         if recall:
             learned, seeds = _learned(places.runs, row.kind)
             line.append(f"{learned}/{seeds}")
@@ -173,7 +173,7 @@ def _close_reading(share: Share | None, kind: str, want_close: bool) -> tuple[st
 
 
 def _best_share(group: Group, kinds: list[str]) -> tuple[str | None, Share | None]:
-    shares = [(k, group.row(k).attention_share) for k in kinds if group.row(k) is not None]
+    shares = [(k, group.judged(k).attention_share) for k in kinds if group.row(k) is not None]
     shares = [(k, s) for k, s in shares if s is not None]
     return max(shares, key=lambda ks: ks[1].value) if shares else (kinds[0] if kinds else None, None)
 
@@ -203,7 +203,7 @@ def _finding_items(groups: list[tuple[Group, Placements]]) -> list[str]:
     if lm is not None:
         group, places = lm
         label = f"on {group.key}"
-        verdict, shown = _close_reading(group.row("random").attention_share if group.row("random") else None,
+        verdict, shown = _close_reading(group.judged("random").attention_share if group.row("random") else None,
                                         "random", want_close=False)
         items.append(f"Input-independent maps in every layer lose clearly (WikiText perplexity 84.8 against 38.1): "
                      f"**{verdict}** {label}: {shown}.")
@@ -211,7 +211,7 @@ def _finding_items(groups: list[tuple[Group, Placements]]) -> list[str]:
         verdict, shown = _close_reading(share, kind or "no alternating kind", want_close=True)
         items.append(f"Alternated with standard attention they come close (39.3): **{verdict}** {label}: {shown}.")
         best, _ = places.best_single()
-        share = group.row(best).attention_share if best is not None else None
+        share = group.judged(best).attention_share if best is not None else None
         verdict, shown = _close_reading(share, best or "no kind with one vanilla layer", want_close=True)
         items.append(f"Standard attention in about a quarter of the layers suffices: **{verdict}** {label}, with the "
                      f"best single placement by seed 0's validation loss: {shown}.")

@@ -17,14 +17,6 @@ BEGIN = "<!-- verdicts: generated from each folder's results.json by `synthesize
 END = "<!-- end of the generated verdicts -->"
 JUDGED_SIZE = "standard"
 NOT_JUDGED = ("diagnostics",)  # built to probe content-based lookup, which no claim is about
-# the claims' short names in the table, by number
-SHORT = {1: "fixed random attention trains to a passable model",
-         2: "trained random and dense come close to vanilla (MT, LM)",
-         3: "factorized: a little worse, fewer parameters, faster",
-         4: "random+vanilla and dense+vanilla match or beat vanilla",
-         5: "random beats dynamic convolution (speed and perplexity)",
-         6: "factorized_random beats Linformer on encoding-only tasks",
-         7: "pure synthesizers fall behind on GLUE; random+vanilla best"}
 ORDER = ("lm", "mt", "summarization", "dialogue", "classification", "listops", "glue")
 
 
@@ -45,7 +37,7 @@ def verdict_table(root: Path) -> str:
         cells.append({v.number: verdict_label(v) for v in analyse(results).verdicts})
     lines = ["| claim of the paper | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for claim in CLAIMS:
-        lines.append(f"| {claim.number}. {SHORT[claim.number]} | " + " | ".join(c[claim.number] for c in cells) + " |")
+        lines.append(f"| {claim.number}. {claim.short} | " + " | ".join(c[claim.number] for c in cells) + " |")
     return "\n".join(lines)
 
 

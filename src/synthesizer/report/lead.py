@@ -30,7 +30,7 @@ def learned(group: Group, kind: str) -> bool | None:
     if kind == NONE_KIND:
         return not row.at_chance and ref is not None and ref.metric_mean is not None \
             and row.metric_mean >= LEARNED_SHARE * ref.metric_mean
-    if row.ignores_attention or row.at_chance:
+    if group.judged(kind).ignores_attention or row.at_chance:
         return False
     if ref is None or ref.metric_mean is None or not group.higher_is_better:
         return True

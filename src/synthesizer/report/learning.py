@@ -82,7 +82,7 @@ def _margin(group: Group, runs: list[dict], key: str, metric: str, trivial: floa
     log = metric == "perplexity"
     if log and trivial <= 0:
         return None
-    scale = Scale(metric, trivial, "", log, higher)
+    scale = Scale(metric, trivial, None, log, higher)
     by_seed = {int(r.get("seed", 0)): r["test_metrics"][metric] for r in runs
                if isinstance(r["test_metrics"].get(metric), (int, float)) and math.isfinite(r["test_metrics"][metric])
                and (not log or r["test_metrics"][metric] > 0)}

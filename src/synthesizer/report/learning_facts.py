@@ -29,8 +29,12 @@ class Flatness:
     def flattened(self) -> bool:
         return self.drop < FLAT_DROP or self.nats < FLAT_NATS
 
-    def text(self) -> str:
+    def head(self) -> str:
+        """"vanilla's validation loss fell 1.3% over the last quarter of training": the fall without its verdict."""
         moved = f"fell {self.drop:.1%}" if self.drop >= 0 else f"rose {-self.drop:.1%}"
+        return f"vanilla's validation loss {moved} over the last quarter of training"
+
+    def text(self) -> str:
         if self.drop < FLAT_DROP:
             state = f"flattened: < {FLAT_DROP:.0%}"
         elif self.flattened:
@@ -38,7 +42,7 @@ class Flatness:
         else:
             state = "still learning: verdicts on this task are provisional"
         over = f"steps {self.start} to {self.end}" + (f", mean over {self.seeds} seeds" if self.seeds > 1 else "")
-        return f"vanilla's validation loss {moved} over the last quarter of training ({state}; {over})"
+        return f"{self.head()} ({state}; {over})"
 
 
 @dataclass
@@ -106,6 +110,15 @@ class Margin:
         return f"not clearly above it, the 95% interval reaches {self._amount(self.raw(self.low))}{asked}"
 
 
+@dataclass(frozen=True)
+class Provisional:
+    """Why verdicts on a task are provisional though they stand: vanilla is still learning and/or not clearly
+    above ``unclear`` (the names of the task's own trivial predictors it does not clearly beat)."""
+
+    still_learning: bool
+    unclear: tuple[str, ...] = ()
+
+
 @dataclass
 class Learning:
     """Both facts for one task (group): the flatness of vanilla's curve and its margins."""
@@ -120,12 +133,12 @@ class Learning:
         return self.flatness is not None and not self.flatness.flattened
 
     @property
-    def provisional(self) -> str:
-        """"provisional: vanilla still learning" (and/or not clearly above the task's own trivial predictor),
-        or "" when both facts hold. Margins on other metrics do not touch the claims, which use the task's."""
-        parts = ["still learning"] if self.still_learning else []
-        parts += [f"not clearly above {m.predictor}" for m in self.margins if m.primary and not m.clear]
-        return f"provisional: vanilla {' and '.join(parts)}" if parts else ""
+    def provisional(self) -> Provisional | None:
+        """Why verdicts on the task are provisional (vanilla still learning and/or not clearly above the task's
+        own trivial predictor), or None when both facts hold. Margins on other metrics do not touch the claims,
+        which use the task's."""
+        unclear = tuple(m.predictor for m in self.margins if m.primary and not m.clear)
+        return Provisional(self.still_learning, unclear) if self.still_learning or unclear else None
 
     def curve_text(self) -> str:
         return self.flatness.text() if self.flatness is not None else self.curve_note
@@ -138,7 +151,7 @@ class Learning:
 
     def summary(self) -> str:
         """One line for the command's closing summary."""
-        curve = (self.curve_text().split(" (")[0] + (" (flattened)" if self.flatness.flattened else " (still learning)")
+        curve = (self.flatness.head() + (" (flattened)" if self.flatness.flattened else " (still learning)")
                  if self.flatness is not None else self.curve_note)
         margins = [m.text(brief=True).replace("**", "") for m in self.margins]
         return "; ".join([f"{self.key}: {curve}", *margins])

@@ -158,11 +158,12 @@ def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
             score.errorbar([w * dodge for w, _ in rows], [r.metric_mean for _, r in rows],
                            yerr=[r.metric_std or 0.0 for _, r in rows], capsize=3, marker="o", label=kind,
                            color=kind_color(kind))
-        points = [(w * dodge, r.attention_share) for w, r in rows if r.attention_share is not None]
+        shares = [(w, by_width[w].judged(kind).attention_share) for w, _ in rows]
+        points = [(w * dodge, share) for w, share in shares if share is not None]
         if points and kind != "none":
             _share_bars(share, points, label=kind, color=kind_color(kind))
-    kept = [(w, by_width[w].row("none").kept) for w in widths
-            if by_width[w].row("none") is not None and by_width[w].row("none").kept is not None]
+    kept = [(w, by_width[w].judged("none").kept) for w in widths
+            if by_width[w].row("none") is not None and by_width[w].judged("none").kept is not None]
     if kept:
         _share_bars(floor, kept, color=kind_color("none"), label="none")
     for ax, drawn in ((score, True), (share, bool(share.lines)), (floor, bool(kept))):

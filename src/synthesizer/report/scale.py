@@ -6,7 +6,7 @@ task it shows, at each width:
 
 * each kind's test score;
 * each kind's share of what vanilla's attention adds (its gain over ``none``; vanilla = 100%), with the
-  claims' 95% interval (``claims.put_shares``), and the direction of that share from the narrowest to the
+  claims' 95% interval (``claims.judge_rows``), and the direction of that share from the narrowest to the
   widest width (``trend``): it moves only where the two intervals do not overlap, and a share that clearly
   moves up between two neighbouring widths and down between two others is said to move both ways;
 * ``none``'s kept share of vanilla's gain over the trivial predictor: the higher, the less attention has
@@ -34,7 +34,7 @@ from .analysis import Analysis, analyse
 from .claims import CLAIMS, NONE_KIND, verdict_label
 from .document import minutes
 from .render import Block, write_report
-from .tables import LEARNED_ACCURACY, Group, Share, fmt_metric, group_key, group_label
+from .tables import LEARNED_ACCURACY, Group, Share, fmt_metric, group_key, group_label, status_text
 from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, read_json
 
 WIDTH_PREFIX = "width-"
@@ -139,9 +139,11 @@ def _score_table(by_width: dict[int, Group], widths: list[int]) -> Block:
     for kind in kinds:
         cells = []
         for w in widths:
-            row = by_width[w].row(kind) if w in by_width else None
-            cells.append("—" if row is None else fmt_metric(row.metric_mean, row.metric_std, by_width[w].metric)
-                         + ("" if row.status == "ok" else f" ({row.status})"))
+            group = by_width.get(w)
+            row = group.row(kind) if group is not None else None
+            clean = row is not None and row.ok and not group.judged(kind).flagged
+            cells.append("—" if row is None else fmt_metric(row.metric_mean, row.metric_std, group.metric)
+                         + ("" if clean else f" ({status_text(group, row)})"))
         rows.append([kind, *cells])
     return ("table", ["kind", *[f"width {w}" for w in widths]], rows)
 
@@ -153,7 +155,7 @@ def _share_points(by_width: dict[int, Group], kind: str, widths: list[int],
     points = []
     for w in widths:
         row = by_width[w].row(kind) if w in by_width else None
-        points.append((w, None if row is None else getattr(row, field)))
+        points.append((w, None if row is None else getattr(by_width[w].judged(kind), field)))
     return points
 
 

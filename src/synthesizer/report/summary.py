@@ -9,7 +9,7 @@ from typing import Callable
 from ..errors import check_out_dir
 from ..runs.results import Results
 from .analysis import Analysis, analyse
-from .claims import verdict_label, verdict_reason
+from .claims import attention_note, verdict_label, verdict_reason
 from .document import build_report
 from .lead import LEAD_FIGURE, LEAD_TABLE, lead_text
 from .tables import group_label, table_rows, text_table
@@ -27,8 +27,8 @@ def print_tables(results: Results, log: Callable[[str], None] = print, analysis:
     for group in analysis.pretraining + analysis.groups:  # did vanilla learn: the facts the verdicts below rest on
         if group.learning is not None:
             log(group.learning.summary())
-    for note in analysis.notes:  # what the verdicts rest on: does attention matter on each task
-        log(f"attention: {note}")
+    for gate in analysis.notes:  # what the verdicts rest on: does attention matter on each task
+        log(f"attention: {gate.key}: {attention_note(gate)}")
     for v in analysis.verdicts:
         log(f"claim {v.number}: {verdict_label(v)}: {verdict_reason(v)}")
 

@@ -40,6 +40,31 @@ class Share:
         return f"{self.value:.0%}{shown}"
 
 
+def loss_text(value: float, low: float, high: float) -> str:
+    """"loss +35.7% [+20.1%, +51.0%]": a loss in units of vanilla's gain, its interval where one was measured."""
+    shown = "" if not math.isfinite(low) else f" [{low:+.1%}, {high:+.1%}]"
+    return f"loss {value:+.1%}{shown}"
+
+
+NO_ATTENTION_USE = "not clearly better than none"  # the interval fails to exclude no gain: said with it
+USE_NOT_MEASURED = "use of attention not measured"  # against none, with no interval: one seed, no per-example scores
+
+
+@dataclass(frozen=True)
+class RowJudgement:
+    """What the claims' rules say of a row (claims.rows.judge_rows), kept apart from the row as built."""
+
+    ignores_attention: bool = False   # not clearly better than the group's `none` row, by the measured ``loss``
+    use_not_measured: bool = False    # against `none`, with no interval to tell (one seed, no per-example scores)
+    loss: tuple[float, float, float] | None = None  # its loss against `none` (value, low, high), where it ignores it
+    kept: Share | None = None         # share of vanilla's gain over the trivial predictor
+    attention_share: Share | None = None  # share of vanilla's gain over `none`: what its attention adds
+
+    @property
+    def flagged(self) -> bool:
+        return self.ignores_attention or self.use_not_measured
+
+
 @dataclass
 class Row:
     kind: str
@@ -67,12 +92,9 @@ class Row:
     metric_values: list[float] = field(default_factory=list)
     per_example: list[dict | None] = field(default_factory=list)  # each record's "per_example" (None: absent)
     baselines: dict = field(default_factory=dict)  # trivial predictors' test scores (the records' "baselines")
-    ignores_attention: bool = False  # not clearly better than the group's `none` row (claims.flag_unused_attention)
-    attention_note: str = ""         # that flag's words in the status, or "use of attention not measured"
     at_chance: bool = False         # its seeds' mean scored no better than the trivial predictor (status "at chance")
     diverged: bool = False          # no seed counts and some diverged: counted as infinitely worse (status "diverged")
-    kept: Share | None = None             # share of vanilla's gain over the trivial predictor (claims.put_shares)
-    attention_share: Share | None = None  # share of vanilla's gain over `none`: what its attention adds
+    ok: bool = False                # its status is "ok": every seed trained and counts, above chance
 
 
 @dataclass
@@ -87,9 +109,14 @@ class Group:
     learning: Learning | None = None             # did vanilla learn (learning.vanilla_learning); None: no vanilla
     # the one-at-a-time timing of the group's kinds (results.json "timings", see comparison/timing.py); None: not timed
     timing: dict | None = None
+    judgements: dict[str, RowJudgement] = field(default_factory=dict)  # by kind (claims.rows.judge_rows)
 
     def row(self, kind: str) -> Row | None:
         return next((r for r in self.rows if r.kind == kind), None)
+
+    def judged(self, kind: str) -> RowJudgement:
+        """What the claims' rules say of ``kind``'s row (nothing, where they were not applied)."""
+        return self.judgements.get(kind, RowJudgement())
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -188,7 +215,7 @@ def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -
         status = "failed" if len(failures) == n else "; ".join(["failed", *notes])
     else:
         status = "no metric"
-    return Row(kind=kind, seeds=[r.get("seed", 0) for r in runs], n_ok=len(ok), status=status,
+    return Row(kind=kind, seeds=[r.get("seed", 0) for r in runs], n_ok=len(ok), status=status, ok=status == "ok",
                at_chance=bool(ok) and at_chance(mean, chance, higher), diverged=not ok and bool(diverged),
                metric_mean=mean, metric_std=std, other_metrics=other_metrics,
                params_total=params.get("total"), params_attention=attention_params(params),
@@ -261,6 +288,14 @@ def _fmt_ratio(x: float | None) -> str:
     return "" if x is None else f" (×{x:.2f})"
 
 
+def status_text(group: Group, row: Row) -> str:
+    """A row's status with the claims' judgement of it: "ok; not clearly better than none (loss ... [...])"."""
+    judged = group.judged(row.kind)
+    if judged.ignores_attention:
+        return f"{row.status}; {NO_ATTENTION_USE} ({loss_text(*judged.loss)})"
+    return f"{row.status}; {USE_NOT_MEASURED}" if judged.use_not_measured else row.status
+
+
 def table_rows(group: Group) -> tuple[list[str], list[list[str]]]:
     """Header and cells of a group's table (the same cells go to markdown, HTML and stdout)."""
     direction = "higher is better" if group.higher_is_better else "lower is better"
@@ -272,13 +307,14 @@ def table_rows(group: Group) -> tuple[list[str], list[list[str]]]:
         rel = "" if r.rel_metric is None else f"{r.rel_metric * 100:+.1f}%"
         cells.append([
             r.kind, fmt_metric(r.metric_mean, r.metric_std, group.metric), rel,
-            "" if r.kept is None else r.kept.text(), "" if r.attention_share is None else r.attention_share.text(),
+            *("" if share is None else share.text() for share in (group.judged(r.kind).kept,
+                                                                   group.judged(r.kind).attention_share)),
             fmt_count(r.params_total) + _fmt_ratio(r.rel_params_total),
             fmt_count(r.params_attention) + _fmt_ratio(r.rel_params_attention),
             ("n/a" if r.tokens_per_s is None else f"{r.tokens_per_s:,.0f}") + _fmt_ratio(r.rel_speed),
             ("n/a" if r.train_time_s is None else f"{r.train_time_s:.0f} s") + _fmt_ratio(r.rel_time),
             str(r.n_ok) if r.n_ok == len(r.seeds) else f"{r.n_ok}/{len(r.seeds)}",
-            r.status,
+            status_text(group, r),
         ])
     return header, cells
 
