@@ -270,8 +270,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {root!r})
 from tests.comparison.test_compare import SlowRunner, config_fn, load_fn
 import synthesizer.comparison.main as compare
-compare.run_comparison = functools.partial(compare.run_comparison, run_fn=SlowRunner(), config_fn=config_fn,
-                                           load_fn=load_fn)
+compare.run_study = functools.partial(compare.run_study, run_fn=SlowRunner(), config_fn=config_fn, load_fn=load_fn)
 from synthesizer.cli import main
 sys.exit(main(["compare", "--preset", "lm", "--kinds", "vanilla", "random", "dense", "--baselines", "", "--jobs", "2",
                "--threads", "1", "--no-heatmaps", "--out", {out!r}]))
@@ -673,8 +672,8 @@ def test_ctrl_c_of_a_one_job_comparison_after_a_run_finished_exits_130_with_what
     import synthesizer.comparison.main as compare
     from synthesizer.cli import main as cli_main
 
-    monkeypatch.setattr(compare, "run_comparison", functools.partial(
-        compare.run_comparison, run_fn=FakeRunner(stop={"random"}), config_fn=config_fn, load_fn=load_fn))
+    monkeypatch.setattr(compare, "run_study", functools.partial(
+        compare.run_study, run_fn=FakeRunner(stop={"random"}), config_fn=config_fn, load_fn=load_fn))
     with pytest.raises(SystemExit) as stop:
         cli_main(["compare", "--preset", "lm", "--kinds", "vanilla", "random", "--baselines", "", "--no-heatmaps",
                   "--out", str(tmp_path)])

@@ -10,7 +10,7 @@ import pytest
 from synthesizer.comparison import run_comparison
 from synthesizer.comparison.command import plan_commands
 from synthesizer.comparison.main import main
-from synthesizer.comparison.plan import Options
+from synthesizer.comparison.study import Options, resolve
 from synthesizer.comparison.presets import PRESETS
 from synthesizer.report.claims import evaluate_claims
 from synthesizer.report.groups import build_groups
@@ -136,7 +136,7 @@ def test_no_paper_claim_checks_a_kind_per_layer(study):
 
 
 def test_the_standard_plan_lists_sixty_runs_with_folder_safe_kinds(tmp_path, capsys):
-    lines = plan_commands(Options("hybrid", "standard", seeds=3, out=tmp_path), ExperimentConfig.from_file,
+    lines = plan_commands(resolve(Options("hybrid", "standard", seeds=3, out=tmp_path)), ExperimentConfig.from_file,
                           log=lambda line: None)
     assert len(lines) == 60
     assert sum(f"--attention {LAST} " in line for line in lines) == 6
@@ -150,7 +150,8 @@ def test_the_standard_plan_lists_sixty_runs_with_folder_safe_kinds(tmp_path, cap
 
 def test_compare_kinds_are_separated_by_spaces_a_comma_joins_layers(tmp_path, monkeypatch, capsys):
     seen = {}
-    monkeypatch.setattr("synthesizer.comparison.main.run_comparison", lambda **kw: seen.update(kw) or {"runs": [1]})
+    monkeypatch.setattr("synthesizer.comparison.main.run_study",
+                        lambda study: seen.update(vars(study.options)) or {"runs": [1]})
     assert main(["--preset", "lm", "--kinds", "vanilla", "R,V", "--baselines", "none,linformer",
                  "--out", str(tmp_path)]) == 0
     assert seen["kinds"] == ["vanilla", "R,V"] and seen["baselines"] == ["none", "linformer"]

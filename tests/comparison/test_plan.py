@@ -15,7 +15,8 @@ import synthesizer
 from synthesizer.cli import _parser as train_parser
 from synthesizer.cli import main as cli_main
 from synthesizer.comparison.command import plan_commands, train_command
-from synthesizer.comparison.plan import Options, from_pretrained, plan_runs, resolve, run_config
+from synthesizer.comparison.plan import build_comparison, from_pretrained, plan_runs, run_config
+from synthesizer.comparison.study import Options, resolve
 from synthesizer.report.results import empty_results, load_results
 from synthesizer.runs.files import RESULT_FILE
 from synthesizer.tasks.config import ExperimentConfig
@@ -30,7 +31,7 @@ def trained_by(line: str) -> tuple[ExperimentConfig, object]:
 
 
 def the_pools_runs(options: Options) -> list:
-    comparison = resolve(options, ExperimentConfig.from_file, lambda line: None)
+    comparison = build_comparison(resolve(options), ExperimentConfig.from_file, lambda line: None)
     return plan_runs(comparison, empty_results()).runs
 
 
@@ -39,7 +40,7 @@ def test_each_line_trains_the_config_the_pool_would_into_its_folder(tmp_path):
     options = Options("lm", kinds=["vanilla", "random+vanilla"], baselines=[], seeds=2, out=tmp_path / "cmp", steps=7,
                       overrides=("seed=5", "model.d_ff=96", "data.name=my data"), threads=1)
     said = []
-    lines = plan_commands(options, log=said.append)
+    lines = plan_commands(resolve(options), log=said.append)
     runs = the_pools_runs(options)
     assert len(lines) == len(runs) == 4
     for line, run in zip(lines, runs):
@@ -55,26 +56,26 @@ def test_finished_runs_drop_out_and_one_with_another_config_is_refused(tmp_path)
     first, _ = the_pools_runs(options)
     first.folder.mkdir(parents=True)
     (first.folder / RESULT_FILE).write_text(json.dumps({"config": run_config(first).to_dict()}))
-    (line,) = plan_commands(options, log=lambda line: None)
+    (line,) = plan_commands(resolve(options), log=lambda line: None)
     assert "--attention random" in line
     with pytest.raises(ValueError, match=r"seed0 finished with train\.eval_every=1, but this comparison trains train\.eval_every=2"):
-        plan_commands(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, steps=8), log=lambda line: None)
+        plan_commands(resolve(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, steps=8)), log=lambda line: None)
 
 
 def test_a_pretrained_preset_plans_its_pretraining_first_then_fine_tuning_from_those_folders(tmp_path):
     options = Options("glue", kinds=["vanilla", "random"], baselines=[], out=tmp_path)
     said = []
-    lines = plan_commands(options, log=said.append)
+    lines = plan_commands(resolve(options), log=said.append)
     assert len(lines) == 2 and all("/runs/pretrain-" in trained_by(line)[1].out for line in lines)
     assert re.search(r"2 pretraining run\(s\) to train first; .* --plan gives the \d+ fine-tuning run", said[-1])
     for line in lines:  # as if a scheduler ran them
         folder = Path(trained_by(line)[1].out)
         folder.mkdir(parents=True)
         (folder / RESULT_FILE).write_text("{}")
-    fine_tuning = plan_commands(options, log=said.append)
+    fine_tuning = plan_commands(resolve(options), log=said.append)
     runs = the_pools_runs(options)
     assert len(fine_tuning) == len(runs) > 2
-    pretrain = resolve(options, ExperimentConfig.from_file, lambda line: None).pretrain
+    pretrain = build_comparison(resolve(options), ExperimentConfig.from_file, lambda line: None).pretrain
     for line, run in zip(fine_tuning, runs):
         cfg, _ = trained_by(line)
         pretraining = pretrain.run(tmp_path, run.kind, run.seed).folder

@@ -11,8 +11,8 @@ import pytest
 from synthesizer.comparison import run_comparison
 from synthesizer.comparison.command import plan_commands
 from synthesizer.comparison.main import main
-from synthesizer.comparison.plan import Options
-from synthesizer.comparison.scale import width_overrides, widths_of
+from synthesizer.comparison.scale import width_overrides
+from synthesizer.comparison.study import Options, resolve
 from synthesizer.report.claims import NONE_KIND
 from synthesizer.report.scale import Study, trend, width_folders
 from synthesizer.report.tables import Share
@@ -51,14 +51,14 @@ class WidthRunner(FakeRunner):
 
 
 def test_the_widths_come_from_the_option_or_the_preset_at_its_size():
-    assert widths_of(Options("scale", "standard")) == (32, 64, 128)
-    assert widths_of(Options("scale", "quick")) == (16, 32)
-    assert widths_of(Options("lm", "standard")) == ()  # one width: the task's own
-    assert widths_of(Options("lm", widths=(64, 32, 64))) == (64, 32)
-    assert widths_of(Options("scale", widths=())) == ()  # an empty list turns the sweep off
+    assert resolve(Options("scale", "standard")).widths == (32, 64, 128)
+    assert resolve(Options("scale", "quick")).widths == (16, 32)
+    assert resolve(Options("lm", "standard")).widths == ()  # one width: the task's own
+    assert resolve(Options("lm", widths=(64, 32, 64))).widths == (64, 32)
+    assert resolve(Options("scale", widths=())).widths == ()  # an empty list turns the sweep off
     assert width_overrides(48) == ["model.d_model=48", "model.d_ff=192"]
     with pytest.raises(ValueError, match="--widths"):
-        widths_of(Options("lm", widths=(0,)))
+        resolve(Options("lm", widths=(0,)))
 
 
 def test_a_scale_study_trains_every_width_in_seed_rounds_and_reads_the_trend(tmp_path):
@@ -135,7 +135,7 @@ def test_the_trend_moves_only_where_the_intervals_part():
 
 
 def test_the_plan_of_a_scale_study_lists_every_width_in_its_folder(tmp_path):
-    lines = plan_commands(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32)),
+    lines = plan_commands(resolve(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32))),
                           config_fn, log=lambda line: None)
     assert len(lines) == 2
     for line, width in zip(lines, (16, 32)):
@@ -222,7 +222,7 @@ def test_the_widths_are_the_runs_recorded_ones_whatever_the_folders_are_called(t
 
 def test_the_plan_of_a_scale_study_names_the_width_of_each_count(tmp_path):
     said = []
-    plan_commands(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32)), config_fn,
+    plan_commands(resolve(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32))), config_fn,
                   log=said.append)
     assert [line.split(":")[0] for line in said] == ["width 16", "width 32"] and "1 run(s) to train" in said[0]
 
@@ -234,8 +234,8 @@ def test_the_plan_refuses_a_folder_of_other_code_before_printing_a_line(tmp_path
     results["runs"][0]["provenance"] = {"code": {"version": "0.0.1", "commit": None, "modified": None}}
     (tmp_path / "results.json").write_text(json.dumps(results))
     with pytest.raises(ValueError, match="holds runs trained by other code"):
-        plan_commands(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path), config_fn,
+        plan_commands(resolve(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path)), config_fn,
                       log=lambda line: None)
-    lines = plan_commands(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path,
-                                  allow_other_code=True), config_fn, log=lambda line: None)
+    lines = plan_commands(resolve(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path,
+                                          allow_other_code=True)), config_fn, log=lambda line: None)
     assert len(lines) == 1 and "seed=1" in lines[0]

@@ -18,10 +18,9 @@ from typing import Callable
 
 from ..report.results import FILENAME, load_or_empty_results
 from ..runs.plan import PlannedRun
-from .baselines import positions_of
-from .scale import at_width, widths_of
-from .tuning import lrs_of
-from .plan import Options, Plan, check_same_code, from_pretrained, is_finished, plan_runs, pretraining_runs, resolve
+from .scale import at_width
+from .plan import Plan, build_comparison, check_same_code, from_pretrained, is_finished, plan_runs, pretraining_runs
+from .study import BASELINES, SCALE, TUNING, Study, resolve
 
 PROGRAM = "synthesizer"
 
@@ -42,9 +41,10 @@ def train_command(run: PlannedRun, threads: int | None = None) -> str:
     return shlex.join(args)
 
 
-def plan_commands(options: Options, config_fn: Callable | None = None,
+def plan_commands(study: Study, config_fn: Callable | None = None,
                   log: Callable[[str], None] | None = None) -> list[str]:
-    """The command lines of the runs of ``options``'s comparison not finished yet; nothing is written.
+    """The command lines of the runs of ``study``'s comparison (or, a scale study, of every width's) not
+    finished yet; nothing is written.
 
     For a pretrained preset, while a pretraining run the fine-tuning needs is unfinished, only the
     pretraining lines (the fine-tuning ones follow from the same command once they have finished).
@@ -54,30 +54,29 @@ def plan_commands(options: Options, config_fn: Callable | None = None,
 
         config_fn = ExperimentConfig.from_file
     log = log or (lambda line: print(line, file=sys.stderr))
-    if lrs_of(options) or positions_of(options):
+    if study.design in (TUNING, BASELINES):
         raise ValueError("--plan lists the runs of one comparison, and a study with --lrs or --positions chooses its "
                          "later runs (the rates, the position scheme) from the finished ones: run it with compare "
                          "(it resumes), or plan one of its comparisons with --set train.lr=... / model.positions=...")
-    widths = widths_of(options)
-    if widths:  # a scale study: the lines of every width's comparison, each in its own folder, its lines named
-        return [line for width in widths for line in plan_commands(at_width(options, width), config_fn,
-                                                                   lambda text, w=width: log(f"width {w}: {text}"))]
-    comparison = resolve(options, config_fn, log)
+    if study.design == SCALE:  # the lines of every width's comparison, each in its own folder, its lines named
+        return [line for width in study.widths for line in plan_commands(
+            resolve(at_width(study, width)), config_fn, lambda text, w=width: log(f"width {w}: {text}"))]
+    comparison = build_comparison(study, config_fn, log)
     results = load_or_empty_results(comparison.out)
     plan = plan_runs(comparison, results)
     plan.log_kept(comparison.out / FILENAME, log)
     todo = [run for run in plan.runs if not is_finished(run)]
-    if todo and not options.allow_other_code:  # refused now, as the report would refuse them once trained
+    if todo and not study.options.allow_other_code:  # refused now, as the report would refuse them once trained
         check_same_code(results, comparison.out / FILENAME)
     pretraining = pretraining_runs(comparison, Plan(todo))
     unfinished = [run for run in pretraining if not is_finished(run)]
     if unfinished:
         log(f"{len(unfinished)} pretraining run(s) to train first; once they have finished, the same command "
             f"with --plan gives the {len(todo)} fine-tuning run(s) that start from them")
-        return [train_command(run, options.threads) for run in unfinished]
+        return [train_command(run, study.options.threads) for run in unfinished]
     folders = {(run.kind, run.seed): run.folder for run in pretraining}  # empty without a pretraining step
     todo = [from_pretrained(run, folders[(run.kind, run.seed)]) if folders else run for run in todo]
     rest = "then " if todo else ""
     log(f"{len(todo)} run(s) to train, one line each (in any order, or all at once); {rest}the same command "
         "without --plan writes the report")
-    return [train_command(run, options.threads) for run in todo]
+    return [train_command(run, study.options.threads) for run in todo]

@@ -21,7 +21,6 @@ for another scheduler (:mod:`.command`), and the same command without ``--plan``
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -35,10 +34,10 @@ from ..runs.lock import FolderLock, comparison_lock, study_lock
 from ..runs.code import code_provenance
 from ..report.summary import render, write_and_print
 from .command import plan_commands
-from .plan import Options
 from .baselines import is_baselines_folder
 from ..report.baselines import write_baselines_report
-from .run import run_comparison
+from .run import run_study
+from .study import DEFAULT_OUT, Options, resolve
 from .timing import add_timings
 
 
@@ -79,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
                         "alibi, none), then every kind with the strongest, each at its best learning rate, per task "
                         "in OUT/TASK (default: the preset's; --preset baselines: all six)")
     p.add_argument("--tasks", nargs="+", metavar="CONFIG", help="train only these tasks of the preset (config names)")
-    p.add_argument("--out", help="comparison folder (default: runs/compare-<preset>-<size>)")
+    p.add_argument("--out", help=f"comparison folder (default: {DEFAULT_OUT.format(preset='<preset>', size='<size>')})")
     p.add_argument("--steps", type=int, help="training steps per run (scales eval/warm-up to fit)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="config override for every run, e.g. train.lr=1e-3 (repeatable)")
@@ -217,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
                       lrs=None if args.lrs is None else tuple(args.lrs),
                       positions=None if args.positions is None else tuple(_split_list(args.positions)),
                       tasks=None if args.tasks is None else tuple(_split_list(args.tasks)))
+    study = resolve(options)  # decided once: the plan and the training read the same study
     if args.plan:
-        for line in plan_commands(options):
+        for line in plan_commands(study):
             print(line, flush=True)
         return 0
-    results = run_comparison(**dataclasses.asdict(options))  # looked up here: a caller may wrap it (tests do)
+    results = run_study(study)  # looked up here: a caller may wrap it (tests do)
     return 0 if results["runs"] else 1
