@@ -143,7 +143,7 @@ def test_the_standard_plan_lists_sixty_runs_with_folder_safe_kinds(tmp_path, cap
     assert all("--set model.n_layers=4" in line for line in lines)
     assert any(f"{tmp_path}/runs/lm-diag-mqar/{THIRD}/seed2 " in line for line in lines)
     assert any("train.max_steps=1200" in line for line in lines) and any("train.max_steps=1600" in line for line in lines)
-    assert main(["--preset", "hybrid", "--size", "standard", "--plan", "--seeds", "3", "--out", str(tmp_path)]) == 0
+    assert main(["plan", "--preset", "hybrid", "--size", "standard", "--seeds", "3", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr()
     assert (printed.out + printed.err).count("synthesizer train --config") == 60 and "60 run(s) to train" in printed.out + printed.err
 
@@ -152,7 +152,7 @@ def test_compare_kinds_are_separated_by_spaces_a_comma_joins_layers(tmp_path, mo
     seen = {}
     monkeypatch.setattr("synthesizer.comparison.main.run_study",
                         lambda study: seen.update(vars(study.options)) or {"runs": [1]})
-    assert main(["--preset", "lm", "--kinds", "vanilla", "R,V", "--baselines", "none,linformer",
+    assert main(["run", "--preset", "lm", "--kinds", "vanilla", "R,V", "--baselines", "none,linformer",
                  "--out", str(tmp_path)]) == 0
     assert seen["kinds"] == ["vanilla", "R,V"] and seen["baselines"] == ["none", "linformer"]
     # the comma used to separate kinds: the new meaning is said, once per such kind
@@ -175,7 +175,7 @@ def test_the_attention_maps_go_layer_by_layer_each_with_its_kind():
 def test_the_quick_hybrid_preset_trains_for_real(tmp_path, monkeypatch):
     """The quick form, shrunk to seconds: vanilla, vanilla in the first layer only and none, a few steps."""
     monkeypatch.chdir(tmp_path)
-    code = main(["--preset", "hybrid", "--size", "quick", "--kinds", "vanilla", FIRST, "--baselines", "none",
+    code = main(["run", "--preset", "hybrid", "--size", "quick", "--kinds", "vanilla", FIRST, "--baselines", "none",
                  "--steps", "3", "--set", "data.limit=64", "--no-heatmaps", "--out", "study"])
     assert code == 0
     results = load_results(tmp_path / "study")

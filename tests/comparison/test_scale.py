@@ -145,15 +145,15 @@ def test_the_plan_of_a_scale_study_lists_every_width_in_its_folder(tmp_path):
 
 def test_compare_names_the_scale_option_and_renders_a_scale_folder(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        main(["--help"])
+        main(["run", "--help"])
     assert "--widths" in capsys.readouterr().out
     run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=["none"], out=tmp_path, run_fn=WidthRunner(),
                    config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None, widths=(16, 32))
     (tmp_path / "report.md").unlink()
-    assert main(["--render", str(tmp_path)]) == 0
+    assert main(["render", str(tmp_path)]) == 0
     assert (tmp_path / "report.md").is_file() and "scale report" in capsys.readouterr().out
     with pytest.raises(ValueError, match="leave out --out"):
-        main(["--render", str(tmp_path), "--out", str(tmp_path / "elsewhere")])
+        main(["render", str(tmp_path), "--out", str(tmp_path / "elsewhere")])
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not present (the translation task reads it)")
@@ -161,7 +161,7 @@ def test_the_quick_scale_study_trains_for_real(tmp_path, monkeypatch):
     """The quick form, shrunk to seconds: two widths, one seed, vanilla and none, a few steps on every task."""
     monkeypatch.setenv("SYNTHESIZER_DATA", str(SHARED))
     monkeypatch.chdir(tmp_path)
-    code = main(["--preset", "scale", "--size", "quick", "--kinds", "vanilla", "--baselines", "none", "--steps", "3",
+    code = main(["run", "--preset", "scale", "--size", "quick", "--kinds", "vanilla", "--baselines", "none", "--steps", "3",
                  "--set", "data.limit=64", "--set", "eval.max_eval_examples=8", "--no-heatmaps", "--out", "study"])
     assert code == 0
     study = Study(tmp_path / "study")
@@ -180,13 +180,13 @@ def test_the_header_names_each_command_once_and_every_widths_render(tmp_path):
                    config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None, widths=(16, 32))
     for width in (16, 32):
         folder = str(tmp_path / f"width-{width}")
-        assert main(["--render", folder, "--out", folder]) == 0
-    assert main(["--render", str(tmp_path)]) == 0
+        assert main(["render", folder, "--out", folder]) == 0
+    assert main(["render", str(tmp_path)]) == 0
     header = (tmp_path / "report.md").read_text().split("\n## ")[0]
     commands = re.findall(r"^- command: `(.*)`$", header, flags=re.M)
     assert len(commands) == len(set(commands)) == 2  # the library call records no command line of its own
     for width in (16, 32):
-        assert any(c.endswith(f"--out {tmp_path}/width-{width}") and "--render" in c for c in commands), commands
+        assert any(c.endswith(f"--out {tmp_path}/width-{width}") and "compare render " in c for c in commands), commands
 
 
 def test_a_run_stopped_by_a_signal_stops_the_whole_study(tmp_path):
@@ -211,7 +211,7 @@ def test_the_widths_are_the_runs_recorded_ones_whatever_the_folders_are_called(t
     assert study.widths == [16, 32] and study.folders == {16: tmp_path / "width-32", 32: tmp_path / "width-16"}
     random = {w: g.row("random").attention_share for w, g in study.groups["lm-sotu"].items()}
     assert random[16].value == pytest.approx(0.9, abs=0.05)  # the trend still falls with the width
-    assert main(["--render", str(tmp_path)]) == 0
+    assert main(["render", str(tmp_path)]) == 0
     report = (tmp_path / "report.md").read_text()
     assert re.search(r"random.s share of what vanilla.s attention adds: falls: 8\d% \[", report)
     assert "[width 16](width-32/report.md), [width 32](width-16/report.md)" in report

@@ -152,11 +152,11 @@ def test_the_baselines_report_puts_the_verdicts_before_beside_the_new_ones(tmp_p
     study(tmp_path / "study", TunedRunner(), kinds=["vanilla", "random"], baselines=["none"], seeds=2, lrs=(3e-3,),
           positions=("learned", "rope"))
     study(tmp_path / "before", TunedRunner(), kinds=["vanilla", "random"], baselines=["none"], seeds=2)
-    assert main(["--render", str(tmp_path / "study"), "--against", str(tmp_path / "before")]) == 0
+    assert main(["render", str(tmp_path / "study"), "--against", str(tmp_path / "before")]) == 0
     report = (tmp_path / "study" / "report.md").read_text()
     assert "| claim | before | against the strongest tuned vanilla |" in report
     with pytest.raises(ValueError, match="--against puts a baselines study's verdicts"):
-        main(["--render", str(tmp_path / "before"), "--against", str(tmp_path / "before")])
+        main(["render", str(tmp_path / "before"), "--against", str(tmp_path / "before")])
 
 
 def test_strongest_and_matched_d_ff():
@@ -172,7 +172,7 @@ def test_strongest_and_matched_d_ff():
 
 
 def test_plan_refuses_a_study_that_chooses_from_finished_runs():
-    with pytest.raises(ValueError, match="--plan lists the runs of one comparison"):
+    with pytest.raises(ValueError, match="compare plan lists the runs of one comparison"):
         plan_commands(resolve(Options("lm", lrs=(1e-3,))))
 
 

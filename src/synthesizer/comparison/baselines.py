@@ -2,8 +2,8 @@
 
 A random synthesizer is a learned position-by-position attention matrix, and the mixtures add a
 positional prior to vanilla's logits; a vanilla with learned absolute positions only may lose to them
-for want of positions, not of attention. ``synthesizer compare --preset baselines`` (or ``--positions
-S1 S2 ...`` on any preset) answers that, per task of the preset, in ``OUT/<task config>/``:
+for want of positions, not of attention. ``synthesizer compare run --preset baselines`` (or
+``--positions S1 S2 ...`` on any preset) answers that, per task of the preset, in ``OUT/<task config>/``:
 
 1. vanilla with each position scheme (``model.positions``: learned, sinusoidal, rope, relative, alibi,
    none), seed 0, at the preset's learning rate: ``positions-<scheme>/``;

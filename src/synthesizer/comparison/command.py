@@ -1,12 +1,12 @@
-"""``synthesizer compare ... --plan``: the ``synthesizer train`` command line of every run still to train,
+"""``synthesizer compare plan ...``: the ``synthesizer train`` command line of every run still to train,
 for any scheduler (a Slurm array, GNU parallel, Kubernetes jobs) to run instead of the local pool.
 
 Each line trains exactly the run the local pool would: the same config name and overrides (the preset's
 size, ``--steps``, the user's ``--set``), then its seed (and, when fine-tuning, its pretraining folder),
 the kind and its run folder. ``--resume`` makes a line safe to run again (a run stopped halfway
 continues from its checkpoint; a fresh folder starts as without it). Paths are as the comparison
-names them, so the lines run from the folder the ``compare`` command ran in. Running the same
-``compare`` command afterwards reads the finished folders back and writes the report.
+names them, so the lines run from the folder ``compare plan`` ran in. ``compare run`` with the same
+options afterwards reads the finished folders back and writes the report.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def plan_commands(study: Study, config_fn: Callable | None = None,
     finished yet; nothing is written.
 
     For a pretrained preset, while a pretraining run the fine-tuning needs is unfinished, only the
-    pretraining lines (the fine-tuning ones follow from the same command once they have finished).
+    pretraining lines (the fine-tuning ones follow from the same plan once they have finished).
     ``log`` (default: standard error) says what the lines are and what to run next."""
     if config_fn is None:
         from ..tasks.config import ExperimentConfig
@@ -55,9 +55,10 @@ def plan_commands(study: Study, config_fn: Callable | None = None,
         config_fn = ExperimentConfig.from_file
     log = log or (lambda line: print(line, file=sys.stderr))
     if study.design in (TUNING, BASELINES):
-        raise ValueError("--plan lists the runs of one comparison, and a study with --lrs or --positions chooses its "
-                         "later runs (the rates, the position scheme) from the finished ones: run it with compare "
-                         "(it resumes), or plan one of its comparisons with --set train.lr=... / model.positions=...")
+        raise ValueError("compare plan lists the runs of one comparison, and a study with --lrs or --positions chooses "
+                         "its later runs (the rates, the position scheme) from the finished ones: train it with "
+                         "compare run (it resumes), or plan one of its comparisons with --set train.lr=... / "
+                         "model.positions=...")
     if study.design == SCALE:  # the lines of every width's comparison, each in its own folder, its lines named
         return [line for width in study.widths for line in plan_commands(
             resolve(at_width(study, width)), config_fn, lambda text, w=width: log(f"width {w}: {text}"))]
@@ -71,12 +72,12 @@ def plan_commands(study: Study, config_fn: Callable | None = None,
     pretraining = pretraining_runs(comparison, Plan(todo))
     unfinished = [run for run in pretraining if not is_finished(run)]
     if unfinished:
-        log(f"{len(unfinished)} pretraining run(s) to train first; once they have finished, the same command "
-            f"with --plan gives the {len(todo)} fine-tuning run(s) that start from them")
+        log(f"{len(unfinished)} pretraining run(s) to train first; once they have finished, the same compare plan "
+            f"gives the {len(todo)} fine-tuning run(s) that start from them")
         return [train_command(run, study.options.threads) for run in unfinished]
     folders = {(run.kind, run.seed): run.folder for run in pretraining}  # empty without a pretraining step
     todo = [from_pretrained(run, folders[(run.kind, run.seed)]) if folders else run for run in todo]
     rest = "then " if todo else ""
-    log(f"{len(todo)} run(s) to train, one line each (in any order, or all at once); {rest}the same command "
-        "without --plan writes the report")
+    log(f"{len(todo)} run(s) to train, one line each (in any order, or all at once); {rest}compare run with the "
+        "same options writes the report")
     return [train_command(run, study.options.threads) for run in todo]

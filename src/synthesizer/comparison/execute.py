@@ -190,4 +190,4 @@ def _check_weights_revision(run_dir: Path) -> None:
         return
     except CheckpointError as e:
         raise ValueError(f"{run_dir} was trained by an older synthesizer ({e}); give the comparison a new --out "
-                         "folder (--render still reads the old one's results.json)") from None
+                         "folder (compare render still reads the old one's results.json)") from None

@@ -1,4 +1,4 @@
-"""`synthesizer compare`: train every run of a comparison not finished yet, then write the report.
+"""`synthesizer compare run`: train every run of a comparison not finished yet, then write the report.
 
 A run whose ``result.json`` exists is read back, not retrained; a folder left by an interrupted run is
 resumed, so running the same command again finishes an interrupted comparison, and running it with a

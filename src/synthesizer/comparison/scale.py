@@ -1,6 +1,6 @@
 """A scale study: one comparison per model width, then the report that reads the trend across widths.
 
-``synthesizer compare --preset scale`` (or ``--widths 32 64 128`` on any preset) trains every task of the
+``synthesizer compare run --preset scale`` (or ``--widths 32 64 128`` on any preset) trains every task of the
 preset at each width ``W`` as an ordinary comparison in ``OUT/width-W/``: the preset's overrides at the
 size asked for, then ``model.d_model=W model.d_ff=4W`` (heads and layers stay as the task has them), then
 the user's ``--set``. Everything a comparison does holds per width: resuming, refusing runs of another

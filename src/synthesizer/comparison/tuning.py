@@ -1,6 +1,6 @@
 """The learning-rate protocol: every kind at its own best learning rate, chosen on validation.
 
-``synthesizer compare --lrs 1e-3 3e-3 1e-2`` (or a preset's ``lrs``) trains the first seed of every
+``synthesizer compare run --lrs 1e-3 3e-3 1e-2`` (or a preset's ``lrs``) trains the first seed of every
 (task, kind) at each learning rate, each rate an ordinary comparison in ``OUT/lr-<rate>/`` (the
 preset's overrides, the user's ``--set``, then ``train.lr``). Each (task, kind) then takes the rate
 whose run ended with the lowest validation loss (``valid_metrics.loss``; never a test number), and
