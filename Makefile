@@ -16,7 +16,7 @@ $(BIN)/.installed: pyproject.toml requirements-dev.txt
 install: $(BIN)/.installed
 
 demo: install
-	$(BIN)/synthesizer compare --preset demo --jobs 2 --out runs/demo
+	$(BIN)/synthesizer compare run --preset demo --jobs 2 --out runs/demo
 
 tour: install
 	$(BIN)/python -m synthesizer.demo

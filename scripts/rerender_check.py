@@ -46,16 +46,16 @@ def render_all(into: Path, only: list[str] | None = None) -> list[Path]:
         copy = into / folder.name
         if (folder / "results.json").exists():
             shutil.copytree(folder, copy)
-            compare(["--render", str(copy), "--out", str(copy)])
+            compare(["render", str(copy), "--out", str(copy)])
         elif widths:
             shutil.copytree(folder, copy)
             for width in sorted(copy.glob("width-*")):
-                compare(["--render", str(width), "--out", str(width)])
-            compare(["--render", str(copy)])
+                compare(["render", str(width), "--out", str(width)])
+            compare(["render", str(copy)])
         elif (folder / "study.json").exists() or any(folder.glob("*/study.json")):
             shutil.copytree(folder, copy)
             against = [str(RESULTS / name) for name in ("lm", "dialogue", "mt") if (RESULTS / name).exists()]
-            compare(["--render", str(copy), "--against", *against])
+            compare(["render", str(copy), "--against", *against])
         else:
             continue
         done.append(copy)

@@ -297,8 +297,9 @@ def test_out_naming_a_file_is_one_line_for_every_command(runs, tmp_path, capsys)
     config = write_config(tmp_path / "c.yaml", tiny_config("lm", {"corpus": "sotu-subset"}))
     for argv in (["train", "--config", str(config), "--out", str(taken)],
                  ["export", "--run", str(runs["lm"]), "--out", str(taken)],
-                 ["compare", "--preset", "lm", "--out", str(taken)],
-                 ["compare", "--render", str(tmp_path), "--out", str(taken / "sub")],
+                 ["compare", "run", "--preset", "lm", "--out", str(taken)],
+                 ["compare", "plan", "--preset", "lm", "--out", str(taken)],
+                 ["compare", "render", str(tmp_path), "--out", str(taken / "sub")],
                  ["bench", "layer", "--out", str(taken)]):
         code, out, err = run_cli(argv, capsys)
         assert code == 2 and err.startswith("error: --out ") and err.count("\n") == 1, (argv, err)

@@ -27,7 +27,7 @@ ROOT = "synthesizer"
 #     planned run) sits above tasks. runs/__init__ imports nothing, so importing runs.files runs no more.
 #   - runs.results is results.json (the one module that reads and writes it, checked by the field rules of
 #     runs.schema) and the run record types: below tasks, which produces the records, and above runs.files,
-#     whose atomic writer it uses; stdlib only, like the modules under it.
+#     whose atomic writer it uses; stdlib and errors only, like the modules under it.
 #   - comparison plans and executes the runs (a process pool, or command lines for another scheduler) and
 #     then writes the report; report itself is pure (see test_the_report_trains_nothing).
 #   - errors (InputError, and one line per user error), extras (missing optional modules) and lazy (the

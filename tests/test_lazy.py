@@ -20,7 +20,8 @@ PACKAGES = {  # package -> {public name: the module it comes from}
                               "build_mixer": "synthesizer.attention.factory"},
     "synthesizer.data": {"Corpus": "synthesizer.data.records", "Tokenizer": "synthesizer.data.tokenizer",
                          "lm_blocks": "synthesizer.data.batching", "load_corpus": "synthesizer.data.sources"},
-    "synthesizer.comparison": {"Options": "synthesizer.comparison.plan",
+    "synthesizer.comparison": {"Options": "synthesizer.comparison.study", "Study": "synthesizer.comparison.study",
+                               "resolve": "synthesizer.comparison.study", "run_study": "synthesizer.comparison.run",
                                "run_comparison": "synthesizer.comparison.run"},
     "synthesizer.report": {"build_groups": "synthesizer.report.groups", "render": "synthesizer.report.summary"},
 }

@@ -58,7 +58,7 @@ def blocks(text: str) -> list[str]:
 
 def test_the_verdicts_table_is_the_generated_one():
     page = INDEX.read_text(encoding="utf-8")
-    assert with_table(page, RESULTS) == page, "re-run `synthesizer compare --index docs/results`"
+    assert with_table(page, RESULTS) == page, "re-run `synthesizer compare index docs/results`"
 
 
 def unbacked(page: str, reports: dict[str, str]) -> list[str]:
@@ -149,4 +149,4 @@ def test_the_committed_scale_report_is_what_its_width_folders_render(tmp_path):
         (tmp_path / folder.name / "results.json").write_bytes((folder / "results.json").read_bytes())
     fresh = write_scale_report(tmp_path).read_text(encoding="utf-8")
     assert fresh == (committed / "report.md").read_text(encoding="utf-8"), \
-        "re-render it: synthesizer compare --render docs/results/scale"
+        "re-render it: synthesizer compare render docs/results/scale"

@@ -132,7 +132,8 @@ def _parser() -> argparse.ArgumentParser:
                                    "whole (docs/reproduce.md), to check a copy of the data against them.")
     d.add_argument("names", nargs="+", metavar="NAME", help="built-in corpus names, e.g. sotu chitchat")
     sub.add_parser("bench", help="attention/model benchmarks (see `synthesizer bench --help`)", add_help=False)
-    sub.add_parser("compare", help="tables and plots comparing runs (see `synthesizer compare --help`)", add_help=False)
+    sub.add_parser("compare", help="train attention kinds side by side and report on them: run, plan, render, time, "
+                                   "index (see `synthesizer compare --help`)", add_help=False)
     return p
 
 

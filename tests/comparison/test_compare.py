@@ -270,10 +270,9 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {root!r})
 from tests.comparison.test_compare import SlowRunner, config_fn, load_fn
 import synthesizer.comparison.main as compare
-compare.run_comparison = functools.partial(compare.run_comparison, run_fn=SlowRunner(), config_fn=config_fn,
-                                           load_fn=load_fn)
+compare.run_study = functools.partial(compare.run_study, run_fn=SlowRunner(), config_fn=config_fn, load_fn=load_fn)
 from synthesizer.cli import main
-sys.exit(main(["compare", "--preset", "lm", "--kinds", "vanilla", "random", "dense", "--baselines", "", "--jobs", "2",
+sys.exit(main(["compare", "run", "--preset", "lm", "--kinds", "vanilla", "random", "dense", "--baselines", "", "--jobs", "2",
                "--threads", "1", "--no-heatmaps", "--out", {out!r}]))
 """
 
@@ -308,7 +307,7 @@ def test_a_data_name_that_is_not_one_folder_name_is_refused_before_anything_is_w
 
     for name in ("x/../../../../escape", "..", "/abs"):
         with pytest.raises(SystemExit) as stop:
-            cli_main(["compare", "--preset", "lm", "--kinds", "vanilla", "--baselines", "", "--no-heatmaps",
+            cli_main(["compare", "run", "--preset", "lm", "--kinds", "vanilla", "--baselines", "", "--no-heatmaps",
                       "--set", f"data={{corpus: sotu-subset, name: '{name}'}}", "--out", str(tmp_path / "nest" / "cmp")])
         err = capsys.readouterr().err
         assert stop.value.code == 2 and f"data.name {name!r} cannot name a folder" in err and err.count("\n") == 1, err
@@ -345,7 +344,7 @@ def test_render_merges_two_comparisons(tmp_path, monkeypatch):
         m.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
         run(tmp_path / "a", FakeRunner(), kinds=["vanilla", "random"])
         run(tmp_path / "b", FakeRunner(), kinds=["random+vanilla"])
-    main(["--render", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "merged")])
+    main(["render", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "merged")])
     merged = Results.load(tmp_path / "merged")
     assert sorted(r["attention"] for r in merged.runs) == ["random", "random+vanilla", "vanilla"]
     assert set(merged.attention["lm-sotu"]) == {"vanilla", "random", "random+vanilla"}
@@ -361,7 +360,7 @@ def test_bad_arguments_name_the_allowed_values(tmp_path):
     with pytest.raises(ValueError, match="--seeds must be a positive integer"):
         run(tmp_path, FakeRunner(), seeds=0)
     with pytest.raises(ValueError, match="not a comparison results file|no such file"):
-        main(["--render", str(tmp_path / "missing")])
+        main(["render", str(tmp_path / "missing")])
 
 
 def test_every_preset_builds_valid_configs():
@@ -560,7 +559,7 @@ def test_a_task_left_out_of_the_standard_size_for_a_reason_is_skipped_and_the_re
 
 def test_compare_help_says_what_each_size_is_for(capsys):
     with pytest.raises(SystemExit):
-        main(["--help"])
+        main(["run", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "{quick,standard,full}" in text
     assert "quick: a demonstration, at most about 5 minutes" in text
@@ -634,36 +633,39 @@ def test_time_and_render_hold_the_folder_lock_so_no_stale_copy_is_written_back(t
     timed = []
     monkeypatch.setattr("synthesizer.comparison.main.add_timings", lambda results: timed.append(1) or results)
     with comparison_lock(tmp_path):  # as a compare that adds seeds holds it while it trains
-        for argv in (["--time", str(tmp_path)], ["--render", str(tmp_path)]):
+        for argv in (["time", str(tmp_path)], ["render", str(tmp_path)]):
             with pytest.raises(FolderBusy, match=f"comparison folder {tmp_path} is in use by another process"):
                 main(argv)
     assert timed == [] and (tmp_path / "results.json").read_text() == before
     # a results.json given for its folder: timed and re-rendered there
-    assert main(["--time", str(tmp_path / "results.json")]) == 0
-    assert timed == [1] and "--time" in Results.load(tmp_path).commands[-1]
+    assert main(["time", str(tmp_path / "results.json")]) == 0
+    assert timed == [1] and Results.load(tmp_path).commands[-1].startswith("synthesizer compare time ")
 
 
-@pytest.mark.parametrize("argv, named", [
-    (["--time", "x", "--plan"], "--time does not use --plan (an option of --preset, a comparison to train)"),
-    (["--index", "x", "--render", "y", "--preset", "lm"], "not --preset and --render and --index together"),
-    (["--render", "x", "--kinds", "vanilla", "--seeds", "2"], "--render does not use --kinds, --seeds (options of --preset"),
-    (["--time", "x", "--out", "y"], "--time does not use --out (an option of --preset or --render)"),
-    (["--index", "x", "--against", "y"], "--index does not use --against (an option of --render)"),
-    ([], "give one of --preset"),
+@pytest.mark.parametrize("argv, refused", [
+    (["time", "x", "--plan"], "unrecognized arguments: --plan"),
+    (["render", "x", "--kinds", "vanilla", "--seeds", "2"], "unrecognized arguments: --kinds vanilla --seeds 2"),
+    (["time", "x", "--out", "y"], "unrecognized arguments: --out y"),
+    (["index", "x", "--against", "y"], "unrecognized arguments: --against y"),
+    (["plan", "--preset", "lm", "--jobs", "2"], "unrecognized arguments: --jobs 2"),  # the plan trains nothing here
+    (["run", "--preset", "lm", "--against", "y"], "unrecognized arguments: --against y"),
+    (["run", "--kinds", "vanilla"], "the following arguments are required: --preset"),
+    ([], "the following arguments are required: SUBCOMMAND"),
 ])
-def test_compare_takes_one_mode_and_only_its_options(argv, named):
-    with pytest.raises(ValueError, match=re.escape(named)):
+def test_each_subcommand_takes_only_its_own_options(argv, refused, capsys):
+    with pytest.raises(SystemExit) as stop:
         main(argv)
+    assert stop.value.code == 2 and refused in capsys.readouterr().err
 
 
 def test_time_names_what_to_give_for_a_scale_study_or_a_folder_without_results(tmp_path):
     (tmp_path / "width-16").mkdir()
     (tmp_path / "width-16" / "results.json").write_text('{"format": 1, "runs": []}')
-    with pytest.raises(ValueError, match=re.escape(f"--time {tmp_path}: a scale study's folder; give one of its "
+    with pytest.raises(ValueError, match=re.escape(f"time {tmp_path}: a scale study's folder; give one of its "
                                                    f"comparisons, the width folders ({tmp_path / 'width-16'})")):
-        main(["--time", str(tmp_path)])
-    with pytest.raises(ValueError, match=re.escape(f"--time {tmp_path / 'width-16' / 'x.txt'}: no results.json")):
-        main(["--time", str(tmp_path / "width-16" / "x.txt")])
+        main(["time", str(tmp_path)])
+    with pytest.raises(ValueError, match=re.escape(f"time {tmp_path / 'width-16' / 'x.txt'}: no results.json")):
+        main(["time", str(tmp_path / "width-16" / "x.txt")])
 
 
 def test_ctrl_c_of_a_one_job_comparison_after_a_run_finished_exits_130_with_what_finished_saved(tmp_path, monkeypatch,
@@ -673,10 +675,10 @@ def test_ctrl_c_of_a_one_job_comparison_after_a_run_finished_exits_130_with_what
     import synthesizer.comparison.main as compare
     from synthesizer.cli import main as cli_main
 
-    monkeypatch.setattr(compare, "run_comparison", functools.partial(
-        compare.run_comparison, run_fn=FakeRunner(stop={"random"}), config_fn=config_fn, load_fn=load_fn))
+    monkeypatch.setattr(compare, "run_study", functools.partial(
+        compare.run_study, run_fn=FakeRunner(stop={"random"}), config_fn=config_fn, load_fn=load_fn))
     with pytest.raises(SystemExit) as stop:
-        cli_main(["compare", "--preset", "lm", "--kinds", "vanilla", "random", "--baselines", "", "--no-heatmaps",
+        cli_main(["compare", "run", "--preset", "lm", "--kinds", "vanilla", "random", "--baselines", "", "--no-heatmaps",
                   "--out", str(tmp_path)])
     captured = capsys.readouterr()
     assert stop.value.code == 130 and captured.err.splitlines()[-1] == "synthesizer compare: interrupted"
@@ -692,7 +694,7 @@ def test_render_keeps_the_lead_and_counts_a_folder_merged_with_itself_once(tmp_p
     saved = json.loads((tmp_path / "a" / "results.json").read_text())
     saved["lead"] = [["sotu", "vanilla", "what it shows"]]  # as the demo preset records it
     (tmp_path / "a" / "results.json").write_text(json.dumps(saved))
-    main(["--render", str(tmp_path / "a"), str(tmp_path / "a")])
+    main(["render", str(tmp_path / "a"), str(tmp_path / "a")])
     again = Results.load(tmp_path / "a")
     assert again.lead == [tuple(item) for item in saved["lead"]]
     assert "## What the attention learned" in (tmp_path / "a" / "report.md").read_text()

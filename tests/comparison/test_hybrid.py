@@ -10,7 +10,7 @@ import pytest
 from synthesizer.comparison import run_comparison
 from synthesizer.comparison.command import plan_commands
 from synthesizer.comparison.main import main
-from synthesizer.comparison.plan import Options
+from synthesizer.comparison.study import Options, resolve
 from synthesizer.comparison.presets import PRESETS
 from synthesizer.report.claims import evaluate_claims
 from synthesizer.report.groups import build_groups
@@ -138,7 +138,7 @@ def test_no_paper_claim_checks_a_kind_per_layer(study):
 
 
 def test_the_standard_plan_lists_sixty_runs_with_folder_safe_kinds(tmp_path):
-    lines = plan_commands(Options("hybrid", "standard", seeds=3, out=tmp_path, lrs=()), ExperimentConfig.from_file,
+    lines = plan_commands(resolve(Options("hybrid", "standard", seeds=3, out=tmp_path, lrs=())), ExperimentConfig.from_file,
                           log=lambda line: None)
     assert len(lines) == 60
     assert sum(f"--attention {LAST} " in line for line in lines) == 6
@@ -147,8 +147,8 @@ def test_the_standard_plan_lists_sixty_runs_with_folder_safe_kinds(tmp_path):
     assert any("train.max_steps=1200" in line for line in lines) and any("train.max_steps=2000" in line for line in lines)
     assert all("--set model.positions=rope" in line for line in lines)
     # the preset sweeps learning rates, so its later runs follow from the finished ones: not plannable as a whole
-    with pytest.raises(ValueError, match="a study with --lrs or --positions chooses its later runs"):
-        main(["--preset", "hybrid", "--size", "standard", "--plan", "--seeds", "3", "--out", str(tmp_path)])
+    with pytest.raises(ValueError, match="a study with --lrs or --positions chooses"):
+        main(["plan", "--preset", "hybrid", "--size", "standard", "--seeds", "3", "--out", str(tmp_path)])
 
 
 def test_the_preset_sweeps_learning_rates_around_the_baselines_studys_choices():
@@ -157,9 +157,9 @@ def test_the_preset_sweeps_learning_rates_around_the_baselines_studys_choices():
 
 def test_compare_kinds_are_separated_by_spaces_a_comma_joins_layers(tmp_path, monkeypatch, capsys):
     seen = {}
-    monkeypatch.setattr("synthesizer.comparison.main.run_comparison",
-                        lambda **kw: seen.update(kw) or Results({"runs": [1]}))
-    assert main(["--preset", "lm", "--kinds", "vanilla", "R,V", "--baselines", "none,linformer",
+    monkeypatch.setattr("synthesizer.comparison.main.run_study",
+                        lambda study: seen.update(vars(study.options)) or Results({"runs": [1]}))
+    assert main(["run", "--preset", "lm", "--kinds", "vanilla", "R,V", "--baselines", "none,linformer",
                  "--out", str(tmp_path)]) == 0
     assert seen["kinds"] == ["vanilla", "R,V"] and seen["baselines"] == ["none", "linformer"]
     # the comma used to separate kinds: the new meaning is said, once per such kind
@@ -182,7 +182,7 @@ def test_the_attention_maps_go_layer_by_layer_each_with_its_kind():
 def test_the_quick_hybrid_preset_trains_for_real(tmp_path, monkeypatch):
     """The quick form, shrunk to seconds: vanilla, vanilla in the first layer only and none, a few steps."""
     monkeypatch.chdir(tmp_path)
-    code = main(["--preset", "hybrid", "--size", "quick", "--kinds", "vanilla", FIRST, "--baselines", "none",
+    code = main(["run", "--preset", "hybrid", "--size", "quick", "--kinds", "vanilla", FIRST, "--baselines", "none",
                  "--steps", "3", "--set", "data.limit=64", "--no-heatmaps", "--lrs", "3e-3", "--out", "study"])
     assert code == 0
     assert (tmp_path / "study" / "tuning.json").is_file()  # the learning-rate protocol, at one rate here

@@ -11,8 +11,8 @@ import pytest
 from synthesizer.comparison import run_comparison
 from synthesizer.comparison.command import plan_commands
 from synthesizer.comparison.main import main
-from synthesizer.comparison.plan import Options
-from synthesizer.comparison.scale import width_overrides, widths_of
+from synthesizer.comparison.scale import width_overrides
+from synthesizer.comparison.study import Options, resolve
 from synthesizer.report.claims import NONE_KIND
 from synthesizer.report.scale import Study, trend, width_folders
 from synthesizer.report.tables import Share
@@ -51,14 +51,14 @@ class WidthRunner(FakeRunner):
 
 
 def test_the_widths_come_from_the_option_or_the_preset_at_its_size():
-    assert widths_of(Options("scale", "standard")) == (32, 64, 128)
-    assert widths_of(Options("scale", "quick")) == (16, 32)
-    assert widths_of(Options("lm", "standard")) == ()  # one width: the task's own
-    assert widths_of(Options("lm", widths=(64, 32, 64))) == (64, 32)
-    assert widths_of(Options("scale", widths=())) == ()  # an empty list turns the sweep off
+    assert resolve(Options("scale", "standard")).widths == (32, 64, 128)
+    assert resolve(Options("scale", "quick")).widths == (16, 32)
+    assert resolve(Options("lm", "standard")).widths == ()  # one width: the task's own
+    assert resolve(Options("lm", widths=(64, 32, 64))).widths == (64, 32)
+    assert resolve(Options("scale", widths=())).widths == ()  # an empty list turns the sweep off
     assert width_overrides(48) == ["model.d_model=48", "model.d_ff=192"]
     with pytest.raises(ValueError, match="--widths"):
-        widths_of(Options("lm", widths=(0,)))
+        resolve(Options("lm", widths=(0,)))
 
 
 def test_a_scale_study_trains_every_width_in_seed_rounds_and_reads_the_trend(tmp_path):
@@ -135,7 +135,7 @@ def test_the_trend_moves_only_where_the_intervals_part():
 
 
 def test_the_plan_of_a_scale_study_lists_every_width_in_its_folder(tmp_path):
-    lines = plan_commands(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32)),
+    lines = plan_commands(resolve(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32))),
                           config_fn, log=lambda line: None)
     assert len(lines) == 2
     for line, width in zip(lines, (16, 32)):
@@ -145,15 +145,15 @@ def test_the_plan_of_a_scale_study_lists_every_width_in_its_folder(tmp_path):
 
 def test_compare_names_the_scale_option_and_renders_a_scale_folder(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        main(["--help"])
+        main(["run", "--help"])
     assert "--widths" in capsys.readouterr().out
     run_comparison("lm", "quick", kinds=["vanilla", "random"], baselines=["none"], out=tmp_path, run_fn=WidthRunner(),
                    config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None, widths=(16, 32))
     (tmp_path / "report.md").unlink()
-    assert main(["--render", str(tmp_path)]) == 0
+    assert main(["render", str(tmp_path)]) == 0
     assert (tmp_path / "report.md").is_file() and "scale report" in capsys.readouterr().out
     with pytest.raises(ValueError, match="leave out --out"):
-        main(["--render", str(tmp_path), "--out", str(tmp_path / "elsewhere")])
+        main(["render", str(tmp_path), "--out", str(tmp_path / "elsewhere")])
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not present (the translation task reads it)")
@@ -161,7 +161,7 @@ def test_the_quick_scale_study_trains_for_real(tmp_path, monkeypatch):
     """The quick form, shrunk to seconds: two widths, one seed, vanilla and none, a few steps on every task."""
     monkeypatch.setenv("SYNTHESIZER_DATA", str(SHARED))
     monkeypatch.chdir(tmp_path)
-    code = main(["--preset", "scale", "--size", "quick", "--kinds", "vanilla", "--baselines", "none", "--steps", "3",
+    code = main(["run", "--preset", "scale", "--size", "quick", "--kinds", "vanilla", "--baselines", "none", "--steps", "3",
                  "--set", "data.limit=64", "--set", "eval.max_eval_examples=8", "--no-heatmaps", "--out", "study"])
     assert code == 0
     study = Study(tmp_path / "study")
@@ -180,13 +180,13 @@ def test_the_header_names_each_command_once_and_every_widths_render(tmp_path):
                    config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None, widths=(16, 32))
     for width in (16, 32):
         folder = str(tmp_path / f"width-{width}")
-        assert main(["--render", folder, "--out", folder]) == 0
-    assert main(["--render", str(tmp_path)]) == 0
+        assert main(["render", folder, "--out", folder]) == 0
+    assert main(["render", str(tmp_path)]) == 0
     header = (tmp_path / "report.md").read_text().split("\n## ")[0]
     commands = re.findall(r"^- command: `(.*)`$", header, flags=re.M)
     assert len(commands) == len(set(commands)) == 2  # the library call records no command line of its own
     for width in (16, 32):
-        assert any(c.endswith(f"--out {tmp_path}/width-{width}") and "--render" in c for c in commands), commands
+        assert any(c.endswith(f"--out {tmp_path}/width-{width}") and "compare render " in c for c in commands), commands
 
 
 def test_a_run_stopped_by_a_signal_stops_the_whole_study(tmp_path):
@@ -211,7 +211,7 @@ def test_the_widths_are_the_runs_recorded_ones_whatever_the_folders_are_called(t
     assert study.widths == [16, 32] and study.folders == {16: tmp_path / "width-32", 32: tmp_path / "width-16"}
     random = {w: g.judged("random").attention_share for w, g in study.groups["lm-sotu"].items()}
     assert random[16].value == pytest.approx(0.9, abs=0.05)  # the trend still falls with the width
-    assert main(["--render", str(tmp_path)]) == 0
+    assert main(["render", str(tmp_path)]) == 0
     report = (tmp_path / "report.md").read_text()
     assert re.search(r"random.s share of what vanilla.s attention adds: falls: 8\d% \[", report)
     assert "[width 16](width-32/report.md), [width 32](width-16/report.md)" in report
@@ -222,7 +222,7 @@ def test_the_widths_are_the_runs_recorded_ones_whatever_the_folders_are_called(t
 
 def test_the_plan_of_a_scale_study_names_the_width_of_each_count(tmp_path):
     said = []
-    plan_commands(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32)), config_fn,
+    plan_commands(resolve(Options("lm", kinds=["vanilla"], baselines=[], out=tmp_path, widths=(16, 32))), config_fn,
                   log=said.append)
     assert [line.split(":")[0] for line in said] == ["width 16", "width 32"] and "1 run(s) to train" in said[0]
 
@@ -234,8 +234,8 @@ def test_the_plan_refuses_a_folder_of_other_code_before_printing_a_line(tmp_path
     results["runs"][0]["provenance"] = {"code": {"version": "0.0.1", "commit": None, "modified": None}}
     (tmp_path / "results.json").write_text(json.dumps(results))
     with pytest.raises(ValueError, match="holds runs trained by other code"):
-        plan_commands(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path), config_fn,
+        plan_commands(resolve(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path)), config_fn,
                       log=lambda line: None)
-    lines = plan_commands(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path,
-                                  allow_other_code=True), config_fn, log=lambda line: None)
+    lines = plan_commands(resolve(Options("lm", kinds=["vanilla"], baselines=[], seeds=2, out=tmp_path,
+                                          allow_other_code=True)), config_fn, log=lambda line: None)
     assert len(lines) == 1 and "seed=1" in lines[0]

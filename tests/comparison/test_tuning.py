@@ -6,10 +6,10 @@ import json
 import pytest
 
 from synthesizer.comparison import run_comparison
-from synthesizer.comparison.baselines import matched_d_ff, positions_of, strongest
+from synthesizer.comparison.baselines import matched_d_ff, strongest
 from synthesizer.comparison.command import plan_commands
-from synthesizer.comparison.plan import Options
-from synthesizer.comparison.tuning import TUNING_FILE, choose, lrs_of
+from synthesizer.comparison.study import Options, resolve
+from synthesizer.comparison.tuning import TUNING_FILE, choose
 from synthesizer.runs.results import Results
 from synthesizer.tasks.config import ExperimentConfig
 
@@ -63,15 +63,15 @@ def study(tmp_path, runner, **kw):
 
 
 def test_the_rates_come_from_the_option_or_the_preset_and_must_be_positive():
-    assert lrs_of(Options("lm")) == ()
-    assert lrs_of(Options("baselines")) == (1e-3, 3e-3, 1e-2)
-    assert lrs_of(Options("lm", lrs=(3e-3, 1e-3, 3e-3))) == (3e-3, 1e-3)
+    assert resolve(Options("lm")).lrs == ()
+    assert resolve(Options("baselines")).lrs == (1e-3, 3e-3, 1e-2)
+    assert resolve(Options("lm", lrs=(3e-3, 1e-3, 3e-3))).lrs == (3e-3, 1e-3)
     for bad in (0.0, -1e-3, float("nan")):
         with pytest.raises(ValueError, match="--lrs: a learning rate must be a positive number"):
-            lrs_of(Options("lm", lrs=(bad,)))
-    assert positions_of(Options("baselines")) == ("learned", "sinusoidal", "rope", "relative", "alibi", "none")
+            resolve(Options("lm", lrs=(bad,)))
+    assert resolve(Options("baselines")).positions == ("learned", "sinusoidal", "rope", "relative", "alibi", "none")
     with pytest.raises(ValueError, match="unknown scheme 'rotary'; allowed: learned, sinusoidal, rope"):
-        positions_of(Options("lm", positions=("rotary",)))
+        resolve(Options("lm", positions=("rotary",)))
 
 
 def test_a_best_rate_at_an_end_of_what_a_kind_was_tried_at_asks_for_the_next_rate_past_it():
@@ -152,11 +152,11 @@ def test_the_baselines_report_puts_the_verdicts_before_beside_the_new_ones(tmp_p
     study(tmp_path / "study", TunedRunner(), kinds=["vanilla", "random"], baselines=["none"], seeds=2, lrs=(3e-3,),
           positions=("learned", "rope"))
     study(tmp_path / "before", TunedRunner(), kinds=["vanilla", "random"], baselines=["none"], seeds=2)
-    assert main(["--render", str(tmp_path / "study"), "--against", str(tmp_path / "before")]) == 0
+    assert main(["render", str(tmp_path / "study"), "--against", str(tmp_path / "before")]) == 0
     report = (tmp_path / "study" / "report.md").read_text()
     assert "| claim | before | against the strongest tuned vanilla |" in report
     with pytest.raises(ValueError, match="--against puts a baselines study's verdicts"):
-        main(["--render", str(tmp_path / "before"), "--against", str(tmp_path / "before")])
+        main(["render", str(tmp_path / "before"), "--against", str(tmp_path / "before")])
 
 
 def test_strongest_and_matched_d_ff():
@@ -172,8 +172,8 @@ def test_strongest_and_matched_d_ff():
 
 
 def test_plan_refuses_a_study_that_chooses_from_finished_runs():
-    with pytest.raises(ValueError, match="--plan lists the runs of one comparison"):
-        plan_commands(Options("lm", lrs=(1e-3,)))
+    with pytest.raises(ValueError, match="compare plan lists the runs of one comparison"):
+        plan_commands(resolve(Options("lm", lrs=(1e-3,))))
 
 
 def test_a_scale_study_with_a_sweep_tunes_every_width_and_reports_the_best_rate(tmp_path):
@@ -192,8 +192,7 @@ def test_a_scale_study_with_a_sweep_tunes_every_width_and_reports_the_best_rate(
 
 
 def test_the_recall_preset_sweeps_zoologys_rates_at_three_widths():
-    assert lrs_of(Options("recall", "standard")) == (1e-4, 4.6e-4, 2.2e-3, 1e-2)
-    from synthesizer.comparison.scale import widths_of
-    assert widths_of(Options("recall", "standard")) == (32, 64, 128)
+    recall = resolve(Options("recall", "standard"))
+    assert recall.lrs == (1e-4, 4.6e-4, 2.2e-3, 1e-2) and recall.widths == (32, 64, 128)
     cfg = ExperimentConfig.from_file("diag-mqar-zoology-128-small", [])
     assert cfg.train.stop_metric == "accuracy" and cfg.train.stop_at == 0.99 and cfg.model["max_len"] == 128

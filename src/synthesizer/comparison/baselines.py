@@ -2,8 +2,8 @@
 
 A random synthesizer is a learned position-by-position attention matrix, and the mixtures add a
 positional prior to vanilla's logits; a vanilla with learned absolute positions only may lose to them
-for want of positions, not of attention. ``synthesizer compare --preset baselines`` (or ``--positions
-S1 S2 ...`` on any preset) answers that, per task of the preset, in ``OUT/<task config>/``:
+for want of positions, not of attention. ``synthesizer compare run --preset baselines`` (or
+``--positions S1 S2 ...`` on any preset) answers that, per task of the preset, in ``OUT/<task config>/``:
 
 1. vanilla with each position scheme (``model.positions``: learned, sinusoidal, rope, relative, alibi,
    none), seed 0, at the preset's learning rate: ``positions-<scheme>/``;
@@ -33,36 +33,23 @@ from ..runs.results import Results, failed
 from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, write_json
 from ..runs.lock import FolderLock
 from .carry import carry_runs
-from .plan import Options, StudyResults, comparison_folder, lr_override, resolve
-from .presets import get_preset, sized_tasks
-from .tuning import TUNED, at_lr, lrs_of, read_tuning
+from .plan import StudyResults, lr_override
+from .study import Options, Study, resolve
+from .tuning import TUNED, at_lr, read_tuning
 
 MATCH_AT = 1.10  # a kind with at least this many times vanilla's parameters gets a vanilla of its size
 VANILLA = "vanilla"
 RULE = "every choice by the lowest validation loss of seed 0"
 
 
-def positions_of(options: Options) -> tuple[str, ...]:
-    """The schemes to compare vanilla with: ``options.positions``, else the preset's; () for no such study.
-    ValueError naming an unknown scheme and the allowed ones."""
-    schemes = options.positions if options.positions is not None else get_preset(options.preset).positions
-    for scheme in schemes:
-        if scheme not in MODEL_POSITIONS:
-            raise ValueError(f"--positions: unknown scheme {scheme!r}; allowed: {', '.join(MODEL_POSITIONS)}")
-    return tuple(dict.fromkeys(schemes))
-
-
 def positions_override(scheme: str) -> str:
     return f"model.positions={scheme}"
 
 
-def task_folders(options: Options) -> list[tuple[str, int, Path]]:
-    """(task config, its seeds, its study folder) of every task of the preset at the size."""
-    tasks, _ = sized_tasks(get_preset(options.preset), options.size)
-    wanted = options.tasks
-    out = comparison_folder(options)
-    return [(t.config, min(options.seeds, t.max_seeds or options.seeds), out / t.config)
-            for t in tasks if wanted is None or t.config in wanted]
+def task_folders(study: Study) -> list[tuple[str, int, Path]]:
+    """(task config, its seeds, its study folder) of every task of the study."""
+    seeds = study.seeds
+    return [(t.config, min(seeds, t.max_seeds or seeds), study.out / t.config) for t in study.tasks]
 
 
 def _vanilla_at(options: Options, scheme: str, folder: Path, seeds: int) -> Options:
@@ -88,18 +75,16 @@ def _first_seed(results: Results, kind: str) -> dict | None:
     return next((r for r in results.runs if r["attention"] == kind and r.get("seed", 0) == 0 and not failed(r)), None)
 
 
-def compare_baselines(options: Options, hooks, compare_fn: Callable) -> StudyResults:
+def compare_baselines(study: Study, hooks, compare_fn: Callable) -> StudyResults:
     """The study of every task (see the module's steps), each with ``compare_fn(options, hooks)``; returns
     each task's tuned results (by config) and every tuned run."""
-    schemes = positions_of(options)
-    lrs = lrs_of(options)
-    out = comparison_folder(options)
+    schemes, lrs, out = study.positions, study.lrs, study.out
     out.mkdir(parents=True, exist_ok=True)
     quiet = dataclasses.replace(hooks, time_fn=None)
     done: dict[str, Results] = {}
     with FolderLock(out, "baselines study folder"):
-        for config, seeds, folder in task_folders(options):
-            task = dataclasses.replace(options, tasks=(config,), seeds=seeds, positions=(), widths=())
+        for config, seeds, folder in task_folders(study):
+            task = dataclasses.replace(study.options, tasks=(config,), seeds=seeds, positions=(), widths=())
             # 1-2: vanilla with every scheme, seed 0; the strongest by validation
             first = {s: compare_fn(_vanilla_at(task, s, folder / f"{POSITIONS_PREFIX}{s}", 1), quiet) for s in schemes}
             best = strongest(schemes, first)
@@ -111,8 +96,9 @@ def compare_baselines(options: Options, hooks, compare_fn: Callable) -> StudyRes
                                         overrides=(*task.overrides, positions_override(best)))
             if not lrs:
                 kinds = dataclasses.replace(kinds, out=folder / TUNED)
+            kinds_study = resolve(kinds)
             for lr in lrs:  # vanilla's seed 0 at the preset's rate is the scheme's run: read, not trained again
-                carry_runs(at_lr(kinds, lr), hooks, [folder / f"{POSITIONS_PREFIX}{best}"])
+                carry_runs(at_lr(kinds_study, lr), hooks, [folder / f"{POSITIONS_PREFIX}{best}"])
             tuned = compare_fn(kinds, hooks)
             done[config] = tuned
             # 4: every scheme's other seeds, reading what tuned/ trained with the same config
@@ -125,7 +111,7 @@ def compare_baselines(options: Options, hooks, compare_fn: Callable) -> StudyRes
             vanilla_lr = _vanilla_rate(tuning)
             vanilla = _first_seed(tuned, VANILLA)
             matched = {}
-            for kind in (k for k in resolve(kinds, hooks.config_fn, lambda line: None).kinds if k != VANILLA):
+            for kind in (k for k in kinds_study.kinds if k != VANILLA):
                 record = _first_seed(tuned, kind)
                 d_ff = None if vanilla is None or record is None else matched_d_ff(vanilla, record)
                 if d_ff is None:

@@ -18,14 +18,15 @@ from pathlib import Path
 from ..runs.results import FILENAME, Results, failed
 from ..runs.files import group_key
 from ..runs.lock import comparison_lock
-from .plan import Options, config_difference, resolve, run_config
+from .plan import build_comparison, config_difference, run_config
+from .study import Options, resolve
 
 
 def carry_runs(options: Options, hooks, sources: list[Path]) -> int:
     """Carry into ``options``' comparison every finished run of the ``sources`` (comparison folders; a
     missing one is skipped) that it plans with the same config and does not hold yet. Returns how many
     were carried (0 once they are there: calling it again changes nothing)."""
-    comparison = resolve(options, hooks.config_fn, lambda line: None)
+    comparison = build_comparison(resolve(options), hooks.config_fn, lambda line: None)
     with comparison_lock(comparison.out):  # its results.json read and written back under the comparison's lock
         return _carry(comparison, hooks, sources)
 

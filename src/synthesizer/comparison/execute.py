@@ -21,6 +21,7 @@ from ..runs.files import WEIGHTS_NAME, read_result
 from ..runs.results import STOPPED, Failure, outcome
 from ..runs.plan import PlannedRun
 from .plan import is_finished, run_config
+from ..errors import InputError
 
 WARNINGS_KEY = "_warnings"  # a run record's warnings on their way to progress.Warned (never saved)
 
@@ -180,7 +181,7 @@ def failure(item: PlannedRun, error: str) -> Failure:
 
 
 def _check_weights_revision(run_dir: Path) -> None:
-    """ValueError for a finished run whose checkpoint an older synthesizer wrote: its numbers are another
+    """InputError for a finished run whose checkpoint an older synthesizer wrote: its numbers are another
     model's, and a report must not mix them with this one's."""
     from ..training.checkpoint import CheckpointError, check_weights_revision, finished_checkpoint
 
@@ -189,5 +190,5 @@ def _check_weights_revision(run_dir: Path) -> None:
     except FileNotFoundError:  # a run that failed, or a fake's: nothing to mix in
         return
     except CheckpointError as e:
-        raise ValueError(f"{run_dir} was trained by an older synthesizer ({e}); give the comparison a new --out "
-                         "folder (--render still reads the old one's results.json)") from None
+        raise InputError(f"{run_dir} was trained by an older synthesizer ({e}); give the comparison a new --out "
+                         "folder (compare render still reads the old one's results.json)") from None

@@ -14,39 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import check_out_dir, path_component, positive_int
-from .presets import DEFAULT_KINDS, PresetTask, get_preset, sized_tasks, steps_overrides, task_overrides
+from ..errors import InputError, path_component
+from .presets import PresetTask, steps_overrides, task_overrides
+from .study import Study, check_kinds
 from ..runs.files import group_key
 from ..runs.results import Results, describe_code as describe, failed
 from ..runs.code import code_provenance
 from ..runs.files import RESULT_FILE, read_result
 from ..runs.plan import PlannedRun
-
-
-@dataclass(frozen=True)
-class Options:
-    """What ``synthesizer compare`` is asked for: a preset at a size, the kinds and seeds, the folder,
-    and how to train (``jobs`` runs at a time with ``threads`` torch threads each)."""
-
-    preset: str
-    size: str = "quick"
-    kinds: list[str] | None = None  # default: the preset's kinds, else DEFAULT_KINDS
-    baselines: list[str] | None = None  # default: the preset's baselines
-    seeds: int = 1
-    out: str | Path | None = None  # default: runs/compare-<preset>-<size>
-    steps: int | None = None
-    overrides: tuple[str, ...] = ()
-    jobs: int = 1
-    threads: int | None = None
-    heatmaps: bool = True
-    command: str = ""  # the command line, kept in results.json
-    allow_other_code: bool = False  # add runs to a folder whose runs were trained by other code
-    widths: tuple[int, ...] | None = None  # a scale study's model widths (comparison/scale.py); None: the preset's
-    tasks: tuple[str, ...] | None = None  # the preset's tasks (config names) to train; None: all of them
-    lrs: tuple[float, ...] | None = None  # a learning-rate sweep (comparison/tuning.py); None: the preset's
-    # the learning rate of a (task group ``<task>-<data>``, kind), where the sweep chose one (comparison/tuning.py)
-    lr_by_run: tuple[tuple[str, str, float], ...] = ()
-    positions: tuple[str, ...] | None = None  # a baselines study's position schemes (comparison/baselines.py)
 
 
 @dataclass(frozen=True)
@@ -82,7 +57,7 @@ class TaskPlan:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A comparison resolved from its :class:`Options`: checked kinds, the tasks' configs, the folder."""
+    """A comparison built from its :class:`~.study.Study`: checked kinds, the tasks' configs, the folder."""
 
     preset: str
     size: str
@@ -114,54 +89,21 @@ def run_folder(out: Path, cfg, kind: str, seed: int) -> Path:
     return out / "runs" / key / path_component("attention kind", kind) / f"seed{seed}"
 
 
-def check_kinds(kinds: list[str]) -> list[str]:
-    """Canonical, de-duplicated kinds (one kind, or a kind per layer: ``models.config.attention_text``);
-    ValueError naming a bad one and the allowed kinds."""
-    from ..models.config import attention_text
-
-    out = []
-    for kind in kinds:
-        name = attention_text(kind)
-        if name not in out:
-            out.append(name)
-    return out
-
-
-def resolve(options: Options, config_fn: Callable, log: Callable[[str], None]) -> Comparison:
-    """Check ``options`` and build every task's config with ``config_fn(name, overrides)``; ValueError
-    (before any folder is made) for a bad preset, size, kind, count or folder."""
-    spec = get_preset(options.preset)
-    positive_int("--seeds", options.seeds)
-    for name, value in (("--jobs", options.jobs), ("--threads", options.threads)):
-        if value is not None:
-            positive_int(name, value)
-    kinds = check_kinds([*(options.kinds or spec.kinds or DEFAULT_KINDS),
-                         *(spec.baselines if options.baselines is None else options.baselines)])
+def build_comparison(study: Study, config_fn: Callable, log: Callable[[str], None]) -> Comparison:
+    """The comparison ``study`` trains (one of its design COMPARISON): every task's config built with
+    ``config_fn(name, overrides)``, the tasks the size leaves out said to ``log``."""
+    options = study.options
     extra = steps_overrides(options.steps) if options.steps is not None else []
-    runnable, left_out = sized_tasks(spec, options.size)
-    if options.tasks is not None:
-        known = [t.config for t in runnable]
-        for name in options.tasks:
-            if name not in known:
-                raise ValueError(f"--tasks: preset {options.preset!r} has no task {name!r} at the {options.size} size; "
-                                 f"its tasks: {', '.join(known)}")
-        runnable = [t for t in runnable if t.config in options.tasks]
-    sized = [(t, task_overrides(t, options.size, options.preset)) for t in runnable]  # each has the size, or none runs
-    for config, why in left_out.items():
-        log(f"{config}: left out at the {options.size} size ({why})")
+    sized = [(t, task_overrides(t, study.size, study.preset)) for t in study.tasks]
+    for config, why in study.left_out.items():
+        log(f"{config}: left out at the {study.size} size ({why})")
     tasks = [_task(t, [*size, *extra], list(options.overrides), config_fn, options.lr_by_run) for t, size in sized]
-    pretrain = getattr(spec, "pretrain", None)
+    pretrain = getattr(study.spec, "pretrain", None)
     if pretrain is not None:  # the user's data.* overrides are the fine-tuning tasks' data, not the pretraining's
         own = [o for o in options.overrides if not o.strip().startswith("data.")]
-        pretrain = _task(pretrain, [*task_overrides(pretrain, options.size, options.preset), *extra], own, config_fn)
-    out = comparison_folder(options)
-    check_out_dir("--out", out)
-    return Comparison(options.preset, options.size, kinds, options.seeds, out, tasks, pretrain, left_out)
-
-
-def comparison_folder(options: Options) -> Path:
-    """Where a comparison (or a study of several) lives: ``--out``, or ``runs/compare-<preset>-<size>``."""
-    return Path(options.out or f"runs/compare-{options.preset}-{options.size}")
+        pretrain = _task(pretrain, [*task_overrides(pretrain, study.size, study.preset), *extra], own, config_fn)
+    return Comparison(study.preset, study.size, list(study.kinds), study.seeds, study.out, tasks, pretrain,
+                      dict(study.left_out))
 
 
 def _task(task: PresetTask, preset_overrides: list[str], own: list[str], config_fn: Callable,
@@ -250,18 +192,18 @@ def config_difference(record: dict, cfg) -> tuple[str, Any, Any] | None:
 
 
 def check_same_config(record: dict, cfg, where: Path) -> None:
-    """ValueError if the finished run ``record`` was trained with another config than ``cfg`` (the same
+    """InputError if the finished run ``record`` was trained with another config than ``cfg`` (the same
     command with other overrides, or another version's preset): its numbers would answer another question."""
     differs = config_difference(record, cfg)
     if differs is not None:
         name, theirs, ours = differs
-        raise ValueError(f"{where} finished with {name}={theirs!r}, but this comparison trains "
+        raise InputError(f"{where} finished with {name}={theirs!r}, but this comparison trains "
                          f"{name}={ours!r}; give the comparison a new --out folder (or the same "
                          "options as before)")
 
 
 def check_same_code(results: Results, where: Path) -> None:
-    """ValueError where a finished run of ``results`` was trained by other code than this (another version or
+    """InputError where a finished run of ``results`` was trained by other code than this (another version or
     commit, or code not recorded) and new runs would join it: their numbers would mix two implementations.
     Runs without provenance (a failure's record) are not counted."""
     now = code_provenance()
@@ -276,7 +218,7 @@ def check_same_code(results: Results, where: Path) -> None:
             others[describe(code)] = others.get(describe(code), 0) + 1
     if others:
         listed = "; ".join(f"{name}: {n} run(s)" for name, n in others.items())
-        raise ValueError(f"{where} holds runs trained by other code ({listed}) than this ({describe(now)}); new "
+        raise InputError(f"{where} holds runs trained by other code ({listed}) than this ({describe(now)}); new "
                          "runs would mix two implementations in one table: give the comparison a new --out folder, "
                          "or pass --allow-other-code to add them anyway (the report lists the code of every run)")
 

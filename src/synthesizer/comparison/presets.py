@@ -24,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..attention.names import PAPER_KINDS
-from ..errors import positive_int
+from ..errors import InputError, positive_int
 
 # A comparison trains the paper's rows by default (attention/kinds.py), in its order.
 DEFAULT_KINDS = PAPER_KINDS
@@ -299,29 +299,29 @@ PRESETS["demo"] = Preset(
 
 def get_preset(name: str) -> Preset:
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
+        raise InputError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
     return PRESETS[name]
 
 
 def sized_tasks(spec: "Preset", size: str) -> tuple[list[PresetTask], dict[str, str]]:
     """The tasks of ``spec`` that run at ``size`` and ``{config: why}`` of those left out of it (only the
-    standard size leaves tasks out, each for its stated reason); ValueError if none is left."""
+    standard size leaves tasks out, each for its stated reason); InputError if none is left."""
     left_out = {t.config: t.not_standard for t in spec.tasks if size == "standard" and t.not_standard}
     tasks = [t for t in spec.tasks if t.config not in left_out]
     if not tasks:
-        raise ValueError(f"preset {spec.name!r} has no task at the {size} size: " + "; ".join(
+        raise InputError(f"preset {spec.name!r} has no task at the {size} size: " + "; ".join(
             f"{config}: {why}" for config, why in left_out.items()))
     return tasks, left_out
 
 
 def task_overrides(task: PresetTask, size: str, preset: str = "") -> list[str]:
-    """The overrides that turn ``task.config`` into the given size; ValueError for an unknown size or one
+    """The overrides that turn ``task.config`` into the given size; InputError for an unknown size or one
     the task does not have (``preset``: named in that message)."""
     if size not in SIZES:
-        raise ValueError(f"unknown size {size!r}; allowed: {', '.join(SIZES)}")
+        raise InputError(f"unknown size {size!r}; allowed: {', '.join(SIZES)}")
     if size not in task.sizes:
         where = f"preset {preset!r}, task {task.config!r}" if preset else f"task {task.config!r}"
-        raise ValueError(f"{where} has no {size} size yet; sizes it has: {', '.join(task.sizes)}")
+        raise InputError(f"{where} has no {size} size yet; sizes it has: {', '.join(task.sizes)}")
     return [*_COMMON, *{"quick": task.quick, "standard": task.standard or (), "full": ()}[size]]
 
 

@@ -1,4 +1,4 @@
-"""`synthesizer compare`: train every run of a comparison not finished yet, then write the report.
+"""`synthesizer compare run`: train every run of a comparison not finished yet, then write the report.
 
 A run whose ``result.json`` exists is read back, not retrained; a folder left by an interrupted run is
 resumed, so running the same command again finishes an interrupted comparison, and running it with a
@@ -42,10 +42,12 @@ from .execute import execute, failure, set_threads
 from .pace import Pace
 from .machine import machine_info
 from .presets import get_preset
-from .plan import Comparison, Options, Plan, StudyResults, check_same_code, from_pretrained, plan_runs, pretraining_runs, resolve
-from .scale import compare_widths, widths_of
-from .baselines import compare_baselines, positions_of
-from .tuning import compare_lrs, lrs_of
+from .plan import (Comparison, Plan, StudyResults, build_comparison, check_same_code, from_pretrained, plan_runs,
+                   pretraining_runs)
+from .scale import compare_widths
+from .baselines import compare_baselines
+from .study import BASELINES, COMPARISON, SCALE, TUNING, Options, Study, resolve
+from .tuning import compare_lrs
 from .timing import add_timings
 from .progress import Warned, summary
 
@@ -84,9 +86,9 @@ def run_comparison(preset: str, size: str = "quick", *, run_fn: Callable | None 
                    config_fn: Callable | None = None, load_fn: Callable | None = None,
                    log: Callable[[str], None] = print, time_fn: Callable | None = None, **options) -> Results:
     """Train every (task, kind, seed) of the comparison that is not finished yet, then write the report:
-    :func:`compare` with ``options`` (by keyword: :class:`~.plan.Options`'s fields) and the functions
-    (:class:`Hooks`'s, the experiment runner's where left None). ``jobs`` runs train at a time, each in a
-    process of its own (``run_fn`` must then be picklable), each with ``threads`` torch threads (default:
+    :func:`run_study` of ``options`` (by keyword: :class:`~.study.Options`'s fields) resolved, with the
+    functions (:class:`Hooks`'s, the experiment runner's where left None). ``jobs`` runs train at a time, each
+    in a process of its own (``run_fn`` must then be picklable), each with ``threads`` torch threads (default:
     the cores shared out). Returns the results (also saved as ``OUT/results.json``); a study of several
     comparisons, its :class:`~.plan.StudyResults`."""
     for name in ("overrides", "widths", "lrs", "positions", "tasks"):  # a list from a caller, a tuple in the frozen plan
@@ -95,18 +97,33 @@ def run_comparison(preset: str, size: str = "quick", *, run_fn: Callable | None 
     return compare(Options(preset, size, **options), Hooks.of(run_fn, config_fn, load_fn, log, time_fn))
 
 
+def run_study(study: Study, *, run_fn: Callable | None = None, config_fn: Callable | None = None,
+              load_fn: Callable | None = None, log: Callable[[str], None] = print,
+              time_fn: Callable | None = None) -> Results | StudyResults:
+    """``synthesizer compare run``: train what is left of the resolved ``study``, then write its reports, with
+    the functions given (the experiment runner's where left None). Returns the results (:func:`conduct`)."""
+    return conduct(study, Hooks.of(run_fn, config_fn, load_fn, log, time_fn))
+
+
 def compare(options: Options, hooks: Hooks) -> Results | StudyResults:
-    """:func:`run_comparison` with its options and functions grouped; a scale study (widths given, or the
-    preset's) trains one comparison per width (:mod:`.scale`)."""
-    if widths_of(options):
-        return compare_widths(options, hooks, compare)
-    if positions_of(options):
-        return compare_baselines(options, hooks, compare)
-    if lrs_of(options):
-        return compare_lrs(options, hooks, compare)
-    comparison = resolve(options, hooks.config_fn, hooks.log)
+    """:func:`conduct` of ``options`` resolved: each part of a study made of several comparisons is one."""
+    return conduct(resolve(options), hooks)
+
+
+def conduct(study: Study, hooks: Hooks) -> Results | StudyResults:
+    """Train ``study`` as its design says: a scale study one comparison per width (:mod:`.scale`), a baselines
+    study its position schemes, then its kinds tuned (:mod:`.baselines`), a tuning study its learning-rate
+    sweep (:mod:`.tuning`), each part with :func:`compare`; one comparison in its folder, locked until the report
+    is written."""
+    if study.design != COMPARISON:
+        return DESIGN_RUNNERS[study.design](study, hooks, compare)
+    comparison = build_comparison(study, hooks.config_fn, hooks.log)
     with comparison_lock(comparison.out):  # held until the report is written
-        return _Session.open(comparison, options, hooks).run()
+        return _Session.open(comparison, study.options, hooks).run()
+
+
+# how a study made of several comparisons trains them (each with ``compare``)
+DESIGN_RUNNERS: dict[str, Callable] = {SCALE: compare_widths, BASELINES: compare_baselines, TUNING: compare_lrs}
 
 
 @dataclass

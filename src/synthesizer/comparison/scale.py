@@ -1,6 +1,6 @@
 """A scale study: one comparison per model width, then the report that reads the trend across widths.
 
-``synthesizer compare --preset scale`` (or ``--widths 32 64 128`` on any preset) trains every task of the
+``synthesizer compare run --preset scale`` (or ``--widths 32 64 128`` on any preset) trains every task of the
 preset at each width ``W`` as an ordinary comparison in ``OUT/width-W/``: the preset's overrides at the
 size asked for, then ``model.d_model=W model.d_ff=4W`` (heads and layers stay as the task has them), then
 the user's ``--set``. Everything a comparison does holds per width: resuming, refusing runs of another
@@ -13,26 +13,15 @@ width, from the widths' ``results.json`` alone.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Callable
 
-from ..errors import positive_int
 from ..report.scale import WIDTH_PREFIX, write_scale_report
 from ..runs.lock import study_lock
 from ..runs.results import Results
-from .plan import Options, StudyResults, comparison_folder as study_folder
-from .presets import get_preset
+from .plan import StudyResults
+from .study import Options, Study
 
 FFN_RATIO = 4  # d_ff = 4 d_model at every width, as in the paper's (and most) Transformers
-
-
-def widths_of(options: Options) -> tuple[int, ...]:
-    """The widths the comparison trains: ``options.widths``, or else the preset's at its size; () for one width
-    (the task's own). ValueError for a width that is not a positive integer."""
-    widths = options.widths if options.widths is not None else get_preset(options.preset).widths.get(options.size, ())
-    for width in widths:
-        positive_int("--widths", width)
-    return tuple(dict.fromkeys(widths))  # in the order given, each once
 
 
 def width_overrides(width: int) -> list[str]:
@@ -40,29 +29,28 @@ def width_overrides(width: int) -> list[str]:
     return [f"model.d_model={width}", f"model.d_ff={FFN_RATIO * width}"]
 
 
-def at_width(options: Options, width: int, seeds: int | None = None) -> Options:
+def at_width(study: Study, width: int, seeds: int | None = None) -> Options:
     """The comparison of one width: its folder ``OUT/width-W``, the width's overrides before the user's."""
-    return dataclasses.replace(options, widths=(), out=study_folder(options) / f"{WIDTH_PREFIX}{width}",
+    options = study.options
+    return dataclasses.replace(options, widths=(), out=study.out / f"{WIDTH_PREFIX}{width}",
                                overrides=(*width_overrides(width), *options.overrides),
                                seeds=options.seeds if seeds is None else seeds)
 
 
-def compare_widths(options: Options, hooks, compare_fn: Callable) -> StudyResults:
-    """Train the comparison at every width of :func:`widths_of`, seed round by seed round, with
+def compare_widths(study: Study, hooks, compare_fn: Callable) -> StudyResults:
+    """Train the comparison at every width of ``study``, seed round by seed round, with
     ``compare_fn(options, hooks)`` (run.compare); the report across widths is rewritten after each width.
     Returns each width's results (by width) and every run; the last round's timing only (``hooks.time_fn``)."""
-    widths = widths_of(options)
-    positive_int("--seeds", options.seeds)
-    out = study_folder(options)
+    out = study.out
     out.mkdir(parents=True, exist_ok=True)
     done: dict[int, Results] = {}
     with study_lock(out):
-        for seeds in range(1, options.seeds + 1):
-            last = seeds == options.seeds
-            for width in widths:
+        for seeds in range(1, study.seeds + 1):
+            last = seeds == study.seeds
+            for width in study.widths:
                 hooks.log(f"width {width}, seeds 0-{seeds - 1}: {out / f'{WIDTH_PREFIX}{width}'}")
                 round_hooks = hooks if last else dataclasses.replace(hooks, time_fn=None)
-                done[width] = compare_fn(at_width(options, width, seeds), round_hooks)
+                done[width] = compare_fn(at_width(study, width, seeds), round_hooks)
                 md = write_scale_report(out)
                 hooks.log(f"scale report: {md}")
     return StudyResults.of(done)

@@ -1,6 +1,6 @@
 """The learning-rate protocol: every kind at its own best learning rate, chosen on validation.
 
-``synthesizer compare --lrs 1e-3 3e-3 1e-2`` (or a preset's ``lrs``) trains the first seed of every
+``synthesizer compare run --lrs 1e-3 3e-3 1e-2`` (or a preset's ``lrs``) trains the first seed of every
 (task, kind) at each learning rate, each rate an ordinary comparison in ``OUT/lr-<rate>/`` (the
 preset's overrides, the user's ``--set``, then ``train.lr``). Each (task, kind) then takes the rate
 whose run ended with the lowest validation loss (``valid_metrics.loss``; never a test number), and
@@ -26,19 +26,9 @@ from ..runs.results import Results, failed
 from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, group_key, read_json, write_json
 from ..runs.lock import FolderLock
 from .carry import carry_runs
-from .plan import Options, comparison_folder, lr_override
-from .presets import get_preset
+from .plan import lr_override
+from .study import Options, Study
 
-
-
-def lrs_of(options: Options) -> tuple[float, ...]:
-    """The learning rates to sweep: ``options.lrs``, else the preset's; () for none. ValueError for a rate
-    that is not a positive finite number."""
-    lrs = options.lrs if options.lrs is not None else get_preset(options.preset).lrs
-    for lr in lrs:
-        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
-            raise ValueError(f"--lrs: a learning rate must be a positive number, got {lr!r}")
-    return tuple(dict.fromkeys(float(lr) for lr in lrs))
 
 
 def lr_folder(out: Path, lr: float) -> Path:
@@ -46,9 +36,10 @@ def lr_folder(out: Path, lr: float) -> Path:
     return out / f"{LR_PREFIX}{lr!r}"
 
 
-def at_lr(options: Options, lr: float) -> Options:
+def at_lr(study: Study, lr: float) -> Options:
     """The sweep's comparison at one rate: the first seed only, in ``OUT/lr-<rate>``, ``train.lr`` set last."""
-    return dataclasses.replace(options, lrs=(), seeds=1, out=lr_folder(comparison_folder(options), lr),
+    options = study.options
+    return dataclasses.replace(options, lrs=(), seeds=1, out=lr_folder(study.out, lr),
                                overrides=(*options.overrides, lr_override(lr)), lr_by_run=())
 
 
@@ -82,10 +73,10 @@ def choose(table: dict[str, dict[str, dict[str, float | None]]]) -> dict[str, di
     return chosen
 
 
-def tuned_options(options: Options, chosen: dict[str, dict[str, float | None]]) -> Options:
+def tuned_options(study: Study, chosen: dict[str, dict[str, float | None]]) -> Options:
     """The tuned comparison: every seed, each (task, kind) at its chosen rate, in ``OUT/tuned``."""
     by_run = tuple((key, kind, lr) for key, kinds in chosen.items() for kind, lr in kinds.items() if lr is not None)
-    return dataclasses.replace(options, lrs=(), out=comparison_folder(options) / TUNED, lr_by_run=by_run)
+    return dataclasses.replace(study.options, lrs=(), out=study.out / TUNED, lr_by_run=by_run)
 
 
 def write_tuning(out: Path, lrs: tuple[float, ...], table: dict, chosen: dict, done: bool = False) -> Path:
@@ -125,7 +116,7 @@ def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float, 
 MAX_EXTENSIONS = 2  # rates added past either end of the grid for a kind whose best is there, at most
 
 
-def _sweep(options: Options, hooks, compare_fn: Callable, out: Path, lrs: tuple[float, ...]) -> dict[float, Results]:
+def _sweep(study: Study, hooks, compare_fn: Callable, out: Path, lrs: tuple[float, ...]) -> dict[float, Results]:
     """Seed 0 of every kind at every rate, then, for a kind whose best rate is at an end of what it was
     tried at, the next rate past that end (at most ``MAX_EXTENSIONS`` times); ``tuning.json`` after each."""
     quiet = dataclasses.replace(hooks, time_fn=None)
@@ -134,8 +125,8 @@ def _sweep(options: Options, hooks, compare_fn: Callable, out: Path, lrs: tuple[
     def train(lr: float, kinds: list[str] | None) -> None:
         hooks.log(f"learning rate {lr!r}, seed 0{'' if kinds is None else ' of ' + ', '.join(kinds)}: "
                   f"{lr_folder(out, lr)}")
-        asked = at_lr(options, lr) if kinds is None else dataclasses.replace(at_lr(options, lr), kinds=kinds,
-                                                                             baselines=[])
+        asked = at_lr(study, lr) if kinds is None else dataclasses.replace(at_lr(study, lr), kinds=kinds,
+                                                                           baselines=[])
         sweep[lr] = compare_fn(asked, quiet)
         table = sweep_table(sweep)
         write_tuning(out, tuple(sorted(sweep)), table, choose(table))
@@ -155,20 +146,20 @@ def _sweep(options: Options, hooks, compare_fn: Callable, out: Path, lrs: tuple[
     return sweep
 
 
-def compare_lrs(options: Options, hooks, compare_fn: Callable) -> Results:
+def compare_lrs(study: Study, hooks, compare_fn: Callable) -> Results:
     """The sweep (``OUT/lr-*``, first seed, no timing; extended past an end of the grid where a kind's
     best rate lies there), the choice, then the tuned comparison (``OUT/tuned``, every seed, timed as any
     comparison), each with ``compare_fn(options, hooks)``. Returns the tuned comparison's results."""
-    lrs = tuple(sorted(lrs_of(options)))
-    out = comparison_folder(options)
+    lrs = tuple(sorted(study.lrs))
+    out = study.out
     out.mkdir(parents=True, exist_ok=True)
     with FolderLock(out, "learning-rate study folder"):
-        sweep = _sweep(options, hooks, compare_fn, out, lrs)
+        sweep = _sweep(study, hooks, compare_fn, out, lrs)
         chosen = choose(sweep_table(sweep))
         for key, kinds in chosen.items():
             listed = ", ".join(f"{kind} {lr!r}" if lr is not None else f"{kind} (no rate finished: the preset's)"
                                for kind, lr in kinds.items())
             hooks.log(f"{key}: learning rates chosen by validation loss: {listed}")
-        tuned = tuned_options(options, chosen)
+        tuned = tuned_options(study, chosen)
         carry_runs(tuned, hooks, [lr_folder(out, lr) for lr in sorted(sweep)])  # each kind's first seed at its rate
         return compare_fn(tuned, hooks)

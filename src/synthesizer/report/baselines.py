@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from ..errors import InputError
 from . import plots
 from ..runs.results import FILENAME, Results, failed
 from .analysis import analyse
@@ -36,7 +37,7 @@ REFERENCE_SCHEME = "learned"  # the committed comparisons' vanilla
 
 def strongest(schemes: tuple[str, ...], results: dict[str, Results | None]) -> str:
     """The scheme whose vanilla's seed 0 ended with the lowest validation loss (the study's rule, which
-    the report states); ValueError where none finished."""
+    the report states); InputError where none finished."""
     losses = {}
     for scheme in schemes:
         for record in results[scheme].runs if results.get(scheme) else []:
@@ -44,7 +45,7 @@ def strongest(schemes: tuple[str, ...], results: dict[str, Results | None]) -> s
             if record.get("seed", 0) == 0 and not failed(record) and not record.get("diverged") and loss is not None:
                 losses[scheme] = float(loss)
     if not losses:
-        raise ValueError("no position scheme's vanilla run finished with a validation loss: nothing to choose from")
+        raise InputError("no position scheme's vanilla run finished with a validation loss: nothing to choose from")
     return min(losses, key=losses.get)
 
 
@@ -219,7 +220,7 @@ def write_baselines_report(root: str | Path, against: list[str | Path] = ()) -> 
     before = [Results.load(Path(folder) / FILENAME) for folder in against]
     folders = task_folders(root)
     if not folders:
-        raise ValueError(f"{root}: no task folder with {POSITIONS_PREFIX}*/{FILENAME}, so no baselines study to report")
+        raise InputError(f"{root}: no task folder with {POSITIONS_PREFIX}*/{FILENAME}, so no baselines study to report")
     parts = [Results.load(sub) for f in folders for sub in sorted(f.iterdir()) if Results.exists(sub)]
     code = sorted({name for results in parts for name in results.code})
     commands = dict.fromkeys(c for results in parts for c in results.commands)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import InputError
 from ..runs.results import FILENAME, Results
 from .analysis import analyse
 from .claims import CLAIMS, verdict_label
@@ -45,7 +46,7 @@ def with_table(page: str, root: Path) -> str:
     """``page`` with the text between ``BEGIN`` and ``END`` replaced by :func:`verdict_table`; ValueError
     where the markers are missing."""
     if BEGIN not in page or END not in page:
-        raise ValueError(f"the results index has no generated section: put {BEGIN!r} and {END!r} where it goes")
+        raise InputError(f"the results index has no generated section: put {BEGIN!r} and {END!r} where it goes")
     head, rest = page.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{verdict_table(root)}\n{END}{tail}"
@@ -58,6 +59,6 @@ def write_index(root: str | Path, page: str = "README.md") -> Path:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}); the results index is markdown in UTF-8") from None
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start}); the results index is markdown in UTF-8") from None
     path.write_text(with_table(text, root), encoding="utf-8")
     return path

@@ -27,6 +27,7 @@ import math
 import statistics
 from pathlib import Path
 
+from ..errors import InputError
 from ..data.generated import DIAGNOSTIC_CORPORA
 from . import plots
 from ..runs.results import FILENAME, Results, failed
@@ -57,12 +58,12 @@ def width_folders(root: str | Path) -> dict[int, Path]:
 
 def recorded_width(results: Results, folder: Path) -> int:
     """The model width that the runs of a width folder's ``results`` record (their config's ``model.d_model``):
-    what the report states, whatever the folder is called. ValueError where they record none, or several."""
+    what the report states, whatever the folder is called. InputError where they record none, or several."""
     widths = {((r.get("config") or {}).get("model") or {}).get("d_model") for r in results.runs if not failed(r)}
     widths.discard(None)
     if len(widths) != 1 or not all(isinstance(w, int) for w in widths):
         found = f"the widths {', '.join(map(str, sorted(widths, key=str)))}" if widths else "no model.d_model"
-        raise ValueError(f"{folder / FILENAME}: its runs record {found}; a scale study's width folder holds the "
+        raise InputError(f"{folder / FILENAME}: its runs record {found}; a scale study's width folder holds the "
                          "finished runs of one width")
     return widths.pop()
 
@@ -84,11 +85,11 @@ class Study:
             results = Results.load(folder)
             width = recorded_width(results, folder)
             if width in self.folders:
-                raise ValueError(f"{folder} and {self.folders[width]} both hold runs of width {width} (their records' "
+                raise InputError(f"{folder} and {self.folders[width]} both hold runs of width {width} (their records' "
                                  "model.d_model); a scale study has one folder per width")
             self.results[width], self.folders[width] = results, folder
         if not self.results:
-            raise ValueError(f"{root}: no {WIDTH_PREFIX}W/{FILENAME} folders, so no scale study to report")
+            raise InputError(f"{root}: no {WIDTH_PREFIX}W/{FILENAME} folders, so no scale study to report")
         self.results = dict(sorted(self.results.items()))
         self.widths = list(self.results)
         self.analyses: dict[int, Analysis] = {width: analyse(results) for width, results in self.results.items()}

@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ..errors import InputError
 from . import schema
 from .files import group_key, write_json
 
@@ -84,30 +85,30 @@ _IDENTITY = {"task": str, "data": str, "attention": str}
 
 
 def check_record(record: Any, where: str) -> None:
-    """ValueError naming ``where`` (the file and the record's place in it) and the key, where ``record``
+    """InputError naming ``where`` (the file and the record's place in it) and the key, where ``record``
     is neither a :class:`RunRecord` nor a :class:`Failure`: a report must not fail later on a key that a
     hand edit or another tool left out."""
     if not isinstance(record, dict):
-        raise ValueError(f"{where}: a run record is a JSON object, not {type(record).__name__}")
+        raise InputError(f"{where}: a run record is a JSON object, not {type(record).__name__}")
     for key, kind in _IDENTITY.items():
         if not isinstance(record.get(key), kind):
-            raise ValueError(f"{where}: the record has no {key!r} string (every record names its task, data, "
+            raise InputError(f"{where}: the record has no {key!r} string (every record names its task, data, "
                              "attention and seed)")
     if not isinstance(record.get("seed", 0), int) or isinstance(record.get("seed"), bool):
-        raise ValueError(f"{where}: 'seed' is {record['seed']!r}, not an integer")
+        raise InputError(f"{where}: 'seed' is {record['seed']!r}, not an integer")
     state = outcome(record)
     if state == FAILED:
         if not isinstance(record["error"], str):
-            raise ValueError(f"{where}: 'error' is {record['error']!r}, not the failure's message")
+            raise InputError(f"{where}: 'error' is {record['error']!r}, not the failure's message")
         return
     if state == STOPPED:
-        raise ValueError(f"{where}: the record has neither 'test_metrics' (a finished run) nor 'error' (a failed "
+        raise InputError(f"{where}: the record has neither 'test_metrics' (a finished run) nor 'error' (a failed "
                          "one); a stopped run is not recorded, and the next compare trains it on")
     metrics = record["test_metrics"]
     if not isinstance(metrics, dict) or not all(v is None or isinstance(v, (int, float)) for v in metrics.values()):
-        raise ValueError(f"{where}: 'test_metrics' is not an object of numbers (null where not finite)")
+        raise InputError(f"{where}: 'test_metrics' is not an object of numbers (null where not finite)")
     if record.get("primary_metric") not in metrics or not isinstance(record.get("higher_is_better"), bool):
-        raise ValueError(f"{where}: a finished run names its 'primary_metric' (one of its test_metrics: "
+        raise InputError(f"{where}: a finished run names its 'primary_metric' (one of its test_metrics: "
                          f"{', '.join(map(str, metrics)) or 'none'}) and 'higher_is_better' (true or false)")
 
 
@@ -136,7 +137,7 @@ def data_fingerprint(run: dict) -> tuple[dict, str | None] | None:
 
 
 def check_one_corpus(runs: list[dict], run: dict) -> None:
-    """ValueError naming both runs and their data's origins where ``run`` trained on other data (a split's
+    """InputError naming both runs and their data's origins where ``run`` trained on other data (a split's
     content hash) or with another tokenizer than a run of the same task and data in ``runs``: one comparison
     holds one corpus per task, or its table would compare two data sets as one."""
     mine = data_fingerprint(run)
@@ -150,7 +151,7 @@ def check_one_corpus(runs: list[dict], run: dict) -> None:
         if mine[1] and theirs[1] and mine[1] != theirs[1]:
             differ.append("the tokenizer")
         if differ:
-            raise ValueError(f"{_named(run)} and {_named(other)} differ in {', '.join(differ)} (content hashes): "
+            raise InputError(f"{_named(run)} and {_named(other)} differ in {', '.join(differ)} (content hashes): "
                              f"{_origin(run)} vs {_origin(other)}; one comparison holds one corpus per task, so "
                              "this run is not added: train it into another --out folder, or check the data against "
                              "the hashes the reports record (docs/reproduce.md)")
@@ -223,20 +224,20 @@ class Results:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Results":
-        """Read a results.json (or the one inside a comparison folder); ValueError naming the file and the field
+        """Read a results.json (or the one inside a comparison folder); InputError naming the file and the field
         where it is not one: every field's type and every number (finite) is checked here, once (:mod:`.schema`)."""
         path = Path(path)
         if path.is_dir():
             path = path / FILENAME
         if not path.is_file():
-            raise ValueError(f"{path}: no such file; give a comparison folder (the --out of `synthesizer compare`) "
+            raise InputError(f"{path}: no such file; give a comparison folder (the --out of `synthesizer compare`) "
                              f"or its {FILENAME}")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+            raise InputError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
         except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: not UTF-8 text (byte {e.start}); a results.json is JSON in UTF-8") from None
+            raise InputError(f"{path}: not UTF-8 text (byte {e.start}); a results.json is JSON in UTF-8") from None
         validate(data, path)
         return cls(data)
 
@@ -401,7 +402,7 @@ class Results:
 
     def put_run(self, run: dict, field: str = "runs") -> None:
         """Add ``run`` to :attr:`runs` (``field`` "runs", or a pretrained preset's "pretraining"), replacing an
-        earlier record of the same (task, data, attention, seed); ValueError where it trained on other data or
+        earlier record of the same (task, data, attention, seed); InputError where it trained on other data or
         another tokenizer than the runs of its task already there (:func:`check_one_corpus`)."""
         key = run_key(run)
         check_one_corpus(self._data.get(field, []), run)
@@ -458,10 +459,10 @@ class Results:
 
 
 def validate(data: Any, path: Path) -> None:
-    """ValueError naming the file ``path`` and the field where ``data`` (as JSON read it) is not a comparison's
+    """InputError naming the file ``path`` and the field where ``data`` (as JSON read it) is not a comparison's
     results: the format, every run record (:func:`check_record`), every field's type and every number (finite)."""
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("runs"), list):
-        raise ValueError(f"{path}: not a comparison results file (format {FORMAT} with a 'runs' list)")
+        raise InputError(f"{path}: not a comparison results file (format {FORMAT} with a 'runs' list)")
     schema.check_finite(data, f"{path}: ")
     schema.check_fields(data, schema.TOP, f"{path}: ")
     for field in ("runs", "pretraining"):

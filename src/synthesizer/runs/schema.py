@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from ..errors import InputError
+
 Rule = Callable[[Any, str], None]
 
 
@@ -25,7 +27,7 @@ def _shown(value: Any) -> str:
 def _simple(what: str, test: Callable[[Any], bool]) -> Rule:
     def check(value: Any, where: str) -> None:
         if not test(value):
-            raise ValueError(f"{where} is {_shown(value)}, not {what}")
+            raise InputError(f"{where} is {_shown(value)}, not {what}")
     check.what = what
     return check
 
@@ -46,7 +48,7 @@ def optional(rule: Rule) -> Rule:
         except ValueError as e:
             if not str(e).startswith(f"{where} is "):  # a part of the value, named by its own place
                 raise
-            raise ValueError(f"{where} is {_shown(value)}, not {check.what}") from None
+            raise InputError(f"{where} is {_shown(value)}, not {check.what}") from None
     check.what = f"{rule.what} or null"
     return check
 
@@ -54,7 +56,7 @@ def optional(rule: Rule) -> Rule:
 def list_of(rule: Rule) -> Rule:
     def check(value: Any, where: str) -> None:
         if not isinstance(value, list):
-            raise ValueError(f"{where} is {_shown(value)}, not {check.what}")
+            raise InputError(f"{where} is {_shown(value)}, not {check.what}")
         for i, item in enumerate(value):
             rule(item, f"{where}[{i}]")
     check.what = f"a list of {_plural(rule.what)}"
@@ -64,7 +66,7 @@ def list_of(rule: Rule) -> Rule:
 def map_of(rule: Rule) -> Rule:
     def check(value: Any, where: str) -> None:
         if not isinstance(value, dict):
-            raise ValueError(f"{where} is {_shown(value)}, not {check.what}")
+            raise InputError(f"{where} is {_shown(value)}, not {check.what}")
         for key, item in value.items():
             rule(item, f"{where}.{key}")
     check.what = f"an object of {_plural(rule.what)}"
@@ -128,12 +130,12 @@ def not_finite(value: Any, where: str) -> str | None:
 
 
 def check_finite(data: dict, prefix: str) -> None:
-    """ValueError naming the first number of ``data`` that is not finite; ``prefix``: where ``data`` is
+    """InputError naming the first number of ``data`` that is not finite; ``prefix``: where ``data`` is
     ("lm/results.json: ")."""
     for key, value in data.items():
         found = not_finite(value, f"{prefix}{key}")
         if found is not None:
-            raise ValueError(f"{found} is not a finite number (NaN or Infinity); results.json stores a number that "
+            raise InputError(f"{found} is not a finite number (NaN or Infinity); results.json stores a number that "
                              "is not finite as null")
 
 
