@@ -25,7 +25,7 @@ from ..attention.factory import build_mixer, resolve_kind
 from ..attention.names import PAPER_KINDS
 from ..errors import InputError
 from .env import environment, progress_bar
-from .layer import time_layers
+from .layer import add_shape_arguments, time_layers
 
 TABLE_FILE = "dispatch_table.json"
 FULL = {"batch": 4, "seqs": [128, 512, 1024, 2048], "d_model": 512, "heads": 8, "repeats": 5, "warmup": 1}
@@ -97,10 +97,4 @@ def run(args: argparse.Namespace) -> list[dict]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help=f"a smoke run: {QUICK}")
     p.add_argument("--kinds", nargs="+", default=list(PAPER_KINDS), help="Synthesizer kinds (default: %(default)s)")
-    p.add_argument("--seqs", nargs="+", type=int, default=None, help=f"sequence lengths (default: {FULL['seqs']})")
-    p.add_argument("--batch", type=int, default=None, help=f"default: {FULL['batch']}")
-    p.add_argument("--d-model", type=int, default=None, help=f"default: {FULL['d_model']}")
-    p.add_argument("--heads", type=int, default=None, help=f"default: {FULL['heads']}")
-    p.add_argument("--causal", action="store_true", help="causal layers (default: bidirectional)")
-    p.add_argument("--repeats", type=int, default=None, help=f"timed runs per kernel (default: {FULL['repeats']})")
-    p.add_argument("--warmup", type=int, default=None, help=f"untimed runs first (default: {FULL['warmup']})")
+    add_shape_arguments(p, FULL, "kernel", "causal layers (default: bidirectional)")

@@ -174,17 +174,23 @@ def run(args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def add_shape_arguments(p: argparse.ArgumentParser, full: dict, timed: str, causal: str) -> None:
+    """The lengths, sizes and repeats of a layer timing (``full``: its defaults; ``timed``: what one repeat
+    times; ``causal``: the help of ``--causal``), shared by the layer and dispatch benchmarks."""
+    p.add_argument("--seqs", nargs="+", type=int, default=None, help=f"sequence lengths (default: {full['seqs']})")
+    p.add_argument("--batch", type=int, default=None, help=f"default: {full['batch']}")
+    p.add_argument("--d-model", type=int, default=None, help=f"default: {full['d_model']}")
+    p.add_argument("--heads", type=int, default=None, help=f"default: {full['heads']}")
+    p.add_argument("--causal", action="store_true", help=causal)
+    p.add_argument("--repeats", type=int, default=None, help=f"timed runs per {timed} (default: {full['repeats']})")
+    p.add_argument("--warmup", type=int, default=None, help=f"untimed runs first (default: {full['warmup']})")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help=f"a smoke run: {QUICK}")
     p.add_argument("--kinds", nargs="+", default=list(DEFAULT_KINDS), help="Synthesizer kinds (default: %(default)s)")
     p.add_argument("--baselines", nargs="*", default=list(DEFAULT_BASELINES), help="baselines (default: %(default)s)")
-    p.add_argument("--seqs", nargs="+", type=int, default=None, help=f"sequence lengths (default: {FULL['seqs']})")
-    p.add_argument("--batch", type=int, default=None, help=f"default: {FULL['batch']}")
-    p.add_argument("--d-model", type=int, default=None, help=f"default: {FULL['d_model']}")
-    p.add_argument("--heads", type=int, default=None, help=f"default: {FULL['heads']}")
-    p.add_argument("--causal", action="store_true", help="causal layers (encoder-only baselines are left out)")
-    p.add_argument("--repeats", type=int, default=None, help=f"timed runs per layer (default: {FULL['repeats']})")
-    p.add_argument("--warmup", type=int, default=None, help=f"untimed runs first (default: {FULL['warmup']})")
+    add_shape_arguments(p, FULL, "layer", "causal layers (encoder-only baselines are left out)")
     p.add_argument("--max-call-s", type=float, default=None,
                    help=f"drop a layer from longer lengths once its forward+backward takes longer (default: {FULL['max_call_s']}; 0: never)")
     p.add_argument("--always-upto", type=int, default=2048,
