@@ -2,6 +2,7 @@
 baselines), with a fake runner whose validation loss depends on the rate, the positions and the kind."""
 
 import json
+import re
 
 import pytest
 
@@ -143,6 +144,9 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     report = (tmp_path / "report.md").read_text()
     assert "(a) Vanilla with each position scheme" in report and "rope (the strongest)" in report
     assert "(d) Learning rates" in report and "(c) The claims against the strongest tuned vanilla" in report
+    # the link to the tuned comparison's report, from the study's folder, leads to it
+    link = re.search(r"\[the tuned comparison's report\]\(([^)]+)\)", report).group(1)
+    assert link == "lm-sotu-small/tuned/report.md" and (tmp_path / link).is_file()
     assert "![lm-sotu: validation loss of seed 0 against the learning rate](rates_lm-sotu-small.png)" in report
     assert "In progress" not in report  # every stage finished
 

@@ -138,9 +138,10 @@ def _labels(verdicts: list) -> dict[int, str]:
     return {v.number: verdict_label(v) for v in verdicts}
 
 
-def _tuned_blocks(tuned: Results, metric: str, better: str, before: list[Results]) -> list[Block]:
-    """(b) dense+vanilla against the strongest tuned vanilla, and (c) the claims on the tuned comparison,
-    beside their verdicts on ``before`` (the comparisons the study re-judges, where given)."""
+def _tuned_blocks(tuned: Results, metric: str, better: str, before: list[Results], report: str) -> list[Block]:
+    """(b) dense+vanilla against the strongest tuned vanilla, and (c) the claims on the tuned comparison (its
+    report at ``report``, relative to the study's), beside their verdicts on ``before`` (the comparisons the
+    study re-judges, where given)."""
     vanilla, dense_vanilla, none = (_scores(tuned, k) for k in ("vanilla", "dense+vanilla", "none"))
     items = [f"dense+vanilla minus vanilla, test {metric}: {_difference(dense_vanilla, vanilla)}"]
     if vanilla and none and dense_vanilla:
@@ -153,7 +154,7 @@ def _tuned_blocks(tuned: Results, metric: str, better: str, before: list[Results
     keys = {group_key(r["task"], r["data"]) for r in tuned.runs}
     blocks = [("h3", "(b) dense+vanilla against the strongest vanilla"), ("list", items),
               ("h3", "(c) The claims against the strongest tuned vanilla"),
-              ("p", f"Verdicts of [the tuned comparison's report]({TUNED}/report.md), which gives each one's reasons.")]
+              ("p", f"Verdicts of [the tuned comparison's report]({report}), which gives each one's reasons.")]
     if not before:
         return blocks + [("table", ["claim", "verdict"], [[str(n), after.get(n, "—")] for n in CLAIMS_READ])]
     # the same tasks' runs of several comparisons, judged together: not one results file's analysis
@@ -202,7 +203,7 @@ def _task_blocks(folder: Path, before: list[Results]) -> list[Block]:
     blocks += _scheme_blocks(schemes, best, metric, better)
     blocks += _rate_blocks(tuning, folder)
     if tuned is not None:
-        blocks += _tuned_blocks(tuned, metric, better, before)
+        blocks += _tuned_blocks(tuned, metric, better, before, f"{folder.name}/{TUNED}/report.md")
         blocks += _matched_blocks(folder, tuned, study.get("matched_d_ff") or {}, metric)
     return blocks
 
