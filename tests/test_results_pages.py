@@ -150,3 +150,17 @@ def test_the_committed_scale_report_is_what_its_width_folders_render(tmp_path):
     fresh = write_scale_report(tmp_path).read_text(encoding="utf-8")
     assert fresh == (committed / "report.md").read_text(encoding="utf-8"), \
         "re-render it: synthesizer compare render docs/results/scale"
+
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~-])/(?:[\w.+-]+/)+[\w.+-]*")
+
+
+def test_committed_reports_name_no_path_of_the_machine_they_ran_on():
+    """A report's command lines and data origins say what a reader can use: paths relative to the checkout
+    (runs/..., ../shared/data/...), not an absolute path on the machine the comparison ran on."""
+    wrong = []
+    for report in sorted(RESULTS.rglob("report.md")):
+        for line in report.read_text(encoding="utf-8").splitlines():
+            if line.startswith(("- command:", "- data ")) and ABSOLUTE_PATH.search(line):
+                wrong.append(f"{report.relative_to(ROOT)}: {ABSOLUTE_PATH.search(line).group(0)}")
+    assert not wrong, wrong

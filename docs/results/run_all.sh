@@ -3,7 +3,7 @@
 # each, on a 2-core machine), then their reports re-rendered into docs/results/<name>/ (results.json,
 # report.md, report.html, plots; the run folders with their checkpoints stay in $out).
 # Interrupted? Run it again: finished runs are read back, half-trained ones resume.
-# (The committed reports were made with out=/tmp/res, the lm one with out=runs/results; their headers
+# (The committed reports were made with out=runs/results (the lm one too); their headers
 # list the commands as run. The reports trained before the current claims rules were re-rendered with
 # them in place: synthesizer compare render docs/results/NAME --out docs/results/NAME.)
 set -e
