@@ -9,6 +9,8 @@ import torch
 from synthesizer.bench import __main__ as bench_main
 from synthesizer.bench.packing import token_counts
 
+from ..tasks.test_experiment import write_data
+
 
 def test_token_counts_leave_out_the_padding():
     lm_blocks = torch.zeros(2, 9, dtype=torch.long)  # (blocks, block_size + 1): all real
@@ -19,8 +21,11 @@ def test_token_counts_leave_out_the_padding():
 
 def test_the_quick_command_times_padded_and_packed_batches(tmp_path, capsys):
     out = tmp_path / "bench"
+    # the translation preset's config on tiny local files: no shared data folder needed
+    files = [f"data.{split}={path}" for split, path in write_data(tmp_path / "data", "mt").items()]
     rows = bench_main.main(["packing", "--quick", "--configs", "mt-bible-small", "--kinds", "random", "--steps", "1",
-                            "--repeats", "1", "--warmup", "0", "--set", "data.limit=60", "--out", str(out)])
+                            "--repeats", "1", "--warmup", "0", "--set", "data.corpus=null",
+                            *[a for f in files for a in ("--set", f)], "--out", str(out)])
     assert [(r["kind"], r["pack"]) for r in rows] == [("random", False), ("random", True)]
     padded, packed = rows
     for r in rows:
