@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from synthesizer.attention import SynthesizerAttention
-from synthesizer.attention.dispatch import KERNELS, applicable_paths, choose_path
-from synthesizer.attention.dispatch_table import TABLE_ENV, DispatchTable, Entry, active_table, layer_key, use_table
+from synthesizer.attention.dispatch import CPU_RANKING, KERNELS, applicable_paths, candidate_paths, choose_path
+from synthesizer.attention.dispatch_table import (TABLE_ENV, DispatchTable, Entry, active_table, layer_key, shipped_table,
+                                                  use_table)
 from tests.tolerances import LAYER
 
 DV = ("dense", "vanilla")
@@ -16,7 +17,7 @@ DV = ("dense", "vanilla")
 
 @pytest.fixture(autouse=True)
 def no_table_after(monkeypatch):
-    monkeypatch.delenv(TABLE_ENV, raising=False)
+    monkeypatch.setenv(TABLE_ENV, "none")
     use_table(None)
     yield
     use_table(None)
@@ -90,6 +91,25 @@ def test_a_bad_table_is_refused_with_its_file_and_entry(tmp_path, raw, message):
         DispatchTable.load(path)
 
 
+def test_the_static_choice_keeps_the_first_place_unless_beaten_by_more_than_the_margin():
+    from synthesizer.bench.dispatch import table_of
+
+    def rows(fused, wide):
+        return [{"layer": "dense+vanilla", "mode": "train", "seq": 64, "path": p, "static": p == "fused",
+                 "median_s": m, "rank": r} for r, (p, m) in enumerate(sorted([("fused", fused), ("wide_qk", wide)],
+                                                                              key=lambda pm: pm[1]), 1)]
+    assert table_of(rows(1.0, 0.96), "cpu", {}, margin=0.05).entries[0].order == ("fused", "wide_qk")
+    assert table_of(rows(1.0, 0.94), "cpu", {}, margin=0.05).entries[0].order == ("wide_qk", "fused")
+    assert table_of(rows(1.0, 0.99), "cpu", {}, margin=0.0).entries[0].order == ("wide_qk", "fused")
+    assert table_of(rows(0.9, 1.0), "cpu", {}, margin=0.05).entries[0].median_s == (0.9, 1.0)
+
+
+def test_none_in_the_environment_turns_tables_off(monkeypatch):
+    monkeypatch.setenv(TABLE_ENV, "none")
+    use_table(None)
+    assert active_table() is None and choose_path(DV, training=True, seq=2048) == applicable_paths(DV)[0]
+
+
 def test_a_position_bias_is_part_of_the_layers_name():
     assert layer_key(DV) == "dense+vanilla" and layer_key(("vanilla",), True) == "vanilla+position_bias"
 
@@ -103,9 +123,44 @@ def test_the_benchmark_ranks_every_kernel_of_each_layer_and_writes_a_table_auto_
     assert {(e.layer, e.mode, e.seq) for e in table.entries} == {
         (k, m, s) for k in ("vanilla", "random+vanilla") for m in ("train", "eval") for s in (8, 16)}
     for e in table.entries:
-        assert sorted(e.order) == sorted(applicable_paths(tuple(e.layer.split("+")))), e
-        assert list(e.median_s) == sorted(e.median_s)
+        components = tuple(e.layer.split("+"))
+        assert sorted(e.order) == sorted(applicable_paths(components) + candidate_paths(components)), e
+        # fastest first, but for the static ranking's choice, which leads unless beaten by more than the margin
+        static = applicable_paths(tuple(e.layer.split("+")))[0]
+        rest = [s for p, s in zip(e.order, e.median_s) if p != static]
+        assert rest == sorted(rest), e
+        if e.order[0] == static:
+            assert min(e.median_s) >= e.median_s[0] * (1 - table.measured_at["margin"]), e
+        else:
+            assert e.median_s[0] < e.median_s[e.order.index(static)] * (1 - table.measured_at["margin"]), e
     first = next(e for e in table.entries if (e.layer, e.mode, e.seq) == ("random+vanilla", "train", 16))
-    assert choose_path(("random", "vanilla"), training=True, seq=16) == first.order[0]
+    ranked = applicable_paths(("random", "vanilla"))  # a candidate kernel may lead an entry; auto passes it over
+    assert choose_path(("random", "vanilla"), training=True, seq=16) == next(p for p in first.order if p in ranked)
     assert len(rows) == sum(len(e.order) for e in table.entries) and table.measured_at["d_model"] == 32
     assert "## Dispatch: the kernels of each layer, fastest first" in (tmp_path / "results.md").read_text()
+
+
+def test_the_shipped_table_covers_every_paper_kind_and_every_default_kernel_is_first_somewhere():
+    """The reference machine's table: an entry per paper kind, mode and length, naming kernels that compute the
+    layer; each kernel of the CPU ranking is the fastest of some entry, or the fallback a winner hands over to
+    (blockwise: dropout in training, which the table does not time), or the reference; the kernels that won
+    nothing are candidates, which ``auto`` never picks."""
+    from synthesizer.attention.candidates import candidates
+    from synthesizer.attention.factory import resolve_kind
+    from synthesizer.attention.names import PAPER_KINDS
+
+    table = shipped_table()
+    assert table is not None and table.measured_at["command"]
+    seqs = sorted({e.seq for e in table.entries})
+    for kind in PAPER_KINDS:
+        components = tuple(resolve_kind(kind))
+        for mode in ("train", "eval"):
+            for seq in seqs:
+                order = table.order(layer_key(components), "cpu", mode, seq)
+                assert order and set(order) <= set(applicable_paths(components) + candidate_paths(components)), \
+                    (kind, mode, seq)
+    winners = table.winners()
+    fallbacks = {KERNELS[name].FALLBACK for name in winners if KERNELS[name].FALLBACK}
+    for name in CPU_RANKING:
+        assert name in winners | fallbacks | {"reference"}, f"{name} wins no entry: make it a candidate"
+    assert not winners & set(candidates("cpu"))

@@ -163,10 +163,12 @@ def test_auto_on_a_cuda_device_runs_sdpa_bias_for_random_mixtures(kind):
             assert got == expected, f"{kind} on {device}, training={training}: {got!r}, expected {expected!r}"
 
 
-def test_every_kernel_is_ranked_on_cuda():
+def test_every_kernel_is_ranked_on_cuda_and_on_cpu_ranked_or_a_candidate():
+    from synthesizer.attention.candidates import candidates
     from synthesizer.attention.dispatch import CPU_RANKING, CUDA_RANKING, KERNELS, OPT_IN
 
-    assert sorted(CUDA_RANKING + OPT_IN) == sorted(KERNELS) == sorted(CPU_RANKING + OPT_IN)
+    assert sorted(CUDA_RANKING + OPT_IN) == sorted(KERNELS) == sorted(CPU_RANKING + candidates("cpu") + OPT_IN)
+    assert not set(CPU_RANKING) & set(candidates("cpu")) and candidates("cuda") == ()
 
 
 @pytest.mark.parametrize("kind,impl", list(fast_cases()))

@@ -109,12 +109,13 @@ def test_unknown_command_and_kinds_fail_clearly(tmp_path, capsys):
 def test_layer_names_candidates_and_causal():
     names = layer_names(["random+vanilla", "random"], ["linformer", "linformer_pypi", "lightconv"], causal=True)
     assert names[:2] == ["sdpa", "random+vanilla"] and "random+vanilla [reference]" in names
+    assert "random+vanilla [sdpa_bias]" in names  # a candidate kernel, timed beside the ranked ones
     assert "linformer" not in names and "linformer_pypi" not in names and names[-1] == "lightconv"
     plain = layer_names(["random+vanilla"], ["linformer"], causal=False, candidates=False)
     assert plain == ["sdpa", "random+vanilla", "linformer"]
-    # a mixture of feature components: its candidate kernel beside the default, not every path
-    assert layer_names(["dense+vanilla", "dense"], [], causal=False) == ["sdpa", "dense+vanilla",
-                                                                       "dense+vanilla [wide_qk]", "dense"]
+    # a mixture of feature components: the kernels auto chooses between by length, beside auto, not every path
+    assert layer_names(["dense+vanilla", "dense"], [], causal=False) == [
+        "sdpa", "dense+vanilla", "dense+vanilla [fused]", "dense+vanilla [wide_qk]", "dense"]
 
 
 def test_interleaved_medians_round_robin_and_stats():

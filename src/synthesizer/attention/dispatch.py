@@ -7,10 +7,10 @@ d_model 512, 8 heads, seq 1024; the figures are in docs/bench/kernels.md, reprod
 - dot products of features only (dense, factorized_random, vanilla and their mixtures): ``fused``
   (one scaled_dot_product_attention call over concatenated features) beats ``blockwise``. For the
   mixtures, ``wide_qk`` (our blocked kernel that runs the products with v at v's width instead of
-  q's, a fifth fewer multiply-adds for dense+vanilla) is ranked after it: it wins only at large
+  q's, a fifth fewer multiply-adds for dense+vanilla) is ranked after it: it wins at large
   widths and lengths and loses at the small presets' training shapes (measured in
-  docs/bench/kernels.md, "wide_qk"), so ``auto`` keeps ``fused`` and the benchmark times
-  ``wide_qk`` beside it;
+  docs/bench/kernels.md, "wide_qk"), so the static ranking keeps ``fused`` and the measured table
+  picks ``wide_qk`` where it won;
 - features mixed with a batch-shared bias (random): ``fused_bias`` (the fused kernel's forward with
   ``w * R`` as a float mask, then one blockwise backward pass, one example at a time, for dq, dk, dv
   and the gradients of R and the mixture weights together; see ``ops/fused_bias``) beats
@@ -19,7 +19,7 @@ d_model 512, 8 heads, seq 1024; the figures are in docs/bench/kernels.md, reprod
   ``fused_bias`` hands over to ``blockwise`` where its kernel cannot run (dropout while training,
   non-CPU devices). ``sdpa_bias`` (one scaled_dot_product_attention call with the bias as a float
   mask that requires grad) runs sdpa's math kernel on CPU, which keeps (B, H, n, n) tensors like the
-  reference: a candidate there (``impl="sdpa_bias"``), never the default;
+  reference: a candidate there (``candidates.py``), never the default;
 - ``factorized_dense`` alone: ``factorized_dense`` (its logits generated block by block from the
   per-token factors), close to the plain layer's time and memory where the reference path's memory
   grows with n^2;
@@ -36,7 +36,7 @@ backward, in training with dropout too. That choice is not yet backed by a measu
 |---|---|---|
 | input-independent components only | shared / shared | shared / shared |
 | dot products of features only | fused / fused | fused / fused |
-| (their mixtures: candidate) | wide_qk | wide_qk |
+| (their mixtures, where the table measured it faster) | wide_qk | wide_qk |
 | features + a batch-shared bias (random mixtures) | fused_bias / blockwise | sdpa_bias / sdpa_bias |
 | factorized_dense alone | factorized_dense | factorized_dense |
 | anything else | reference | reference |
@@ -52,7 +52,10 @@ candidates has been timed on a GPU yet. ``CUDA_RANKING`` is the one place where 
 Where a measured dispatch table exists (``dispatch_table``: the shipped one, or one named by
 ``SYNTHESIZER_DISPATCH_TABLE``, written by ``python -m synthesizer.bench dispatch``), ``impl="auto"`` takes
 the kernel it measured fastest for the layer, device type, mode and nearest length, among those that apply;
-the rankings here decide where it has no entry.
+the rankings here decide where it has no entry. The shipped CPU table (docs/bench/dispatch) puts
+dense+vanilla on ``wide_qk`` from seq 512 on, and most layers that are not input-independent on ``reference``
+at seq 128. A kernel that the reference machine's table found fastest nowhere is a candidate
+(``candidates.py``: ``sdpa_bias`` on CPU), left out of that device's ranking; ``impl=`` still runs it.
 
 Per-token inputs (each token its own position: packed rows, whose document mask goes with them, and
 left-padded rows): a kernel takes them only where it is named in ``PER_TOKEN`` (the layer hands it the
@@ -75,6 +78,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from . import registry
+from .candidates import candidates
 from .dispatch_table import active_table, layer_key, mode_of
 from .forms import BIAS
 from .ops import (blockwise, factorized_dense, flex_bias, fused, fused_bias, reference, sdpa_bias, shared, triton_bias,
@@ -107,8 +111,10 @@ class Kernel(Protocol):
 # Every kernel by path name.
 KERNELS: dict[str, Kernel] = {k.NAME: k for k in (shared, wide_qk, fused, fused_bias, blockwise, sdpa_bias,
                                                      factorized_dense, reference, triton_bias, flex_bias)}
-# The CPU ranking above; the first that applies is the default.
-CPU_RANKING = ("shared", "fused", "wide_qk", "fused_bias", "blockwise", "sdpa_bias", "factorized_dense", "reference")
+# The CPU ranking above; the first that applies is the default. The kernels that won no entry of the reference
+# machine's table are candidates (``candidates.py``), left out of it.
+CPU_RANKING = tuple(name for name in ("shared", "fused", "wide_qk", "fused_bias", "blockwise", "sdpa_bias",
+                                      "factorized_dense", "reference") if name not in candidates("cpu"))
 # The ranking on CUDA devices (see above); every other device type takes the CPU one. Today's
 # choice, not yet measured on a GPU: the place to put ``triton`` or ``flex`` once a GPU has timed them.
 CUDA_RANKING = ("shared", "fused", "wide_qk", "sdpa_bias", "fused_bias", "blockwise", "factorized_dense", "reference")
@@ -143,6 +149,14 @@ def applicable_paths(components: tuple[str, ...], device: torch.device | None = 
     ones are not listed: see ``opt_in_paths``."""
     specs = _specs(components, extra_bias)
     return [name for name in ranking(device) if KERNELS[name].applies(specs)]
+
+
+def candidate_paths(components: tuple[str, ...], device: torch.device | None = None, *,
+                    extra_bias: bool = False) -> list[str]:
+    """The candidate kernels (``candidates.py``) that compute a layer of these components on ``device``'s type
+    (None: CPU): never chosen by ``impl="auto"``, timed by the dispatch benchmark beside the ranked ones."""
+    specs = _specs(components, extra_bias)
+    return [name for name in candidates("cpu" if device is None else device.type) if KERNELS[name].applies(specs)]
 
 
 def opt_in_paths(components: tuple[str, ...], *, extra_bias: bool = False) -> list[str]:

@@ -3,7 +3,9 @@ it from the fastest to the slowest, as timed on one machine.
 
 ``python -m synthesizer.bench dispatch`` writes one (``bench/dispatch.py``). The package ships the reference
 machine's (``dispatch_table.json`` beside this file, with the command that made it); a user points the package
-at a table of their own machine with ``SYNTHESIZER_DISPATCH_TABLE=PATH`` or :func:`use_table`. ``impl="auto"``
+at a table of their own machine with ``SYNTHESIZER_DISPATCH_TABLE=PATH`` or :func:`use_table`, or turns tables
+off with ``SYNTHESIZER_DISPATCH_TABLE=none`` (the static ranking everywhere; the test suite runs so, so that
+what it asserts of ``path`` does not depend on the machine a table was measured on). ``impl="auto"``
 (``dispatch.choose_path``) takes, among the kernels that apply, the first of the entry measured nearest the
 pass's length (nearest on a log scale; an entry stands for the lengths around it), and the static ranking
 where the table has no entry for the layer, device type and mode.
@@ -26,6 +28,7 @@ from pathlib import Path
 from ..errors import InputError
 
 TABLE_ENV = "SYNTHESIZER_DISPATCH_TABLE"
+NO_TABLE = "none"  # the environment's value for "no table: the static ranking"
 DEFAULT_TABLE = Path(__file__).with_name("dispatch_table.json")
 MODES = ("train", "eval")
 FORMAT = 1
@@ -116,6 +119,11 @@ def _entry(path: Path, index: int, raw: object) -> Entry:
 _chosen: list = []  # [the table in use, or None for none]: read once, on the first lookup
 
 
+def shipped_table() -> DispatchTable | None:
+    """The reference machine's table that the package ships, or None where it ships none."""
+    return DispatchTable.load(DEFAULT_TABLE) if DEFAULT_TABLE.exists() else None
+
+
 def use_table(path: str | Path | None) -> DispatchTable | None:
     """Make ``impl="auto"`` read the table in ``path`` from now on (None: the default, the environment's
     ``SYNTHESIZER_DISPATCH_TABLE`` or the shipped one, read again at the next lookup). Returns the table."""
@@ -129,11 +137,14 @@ def use_table(path: str | Path | None) -> DispatchTable | None:
 
 def active_table() -> DispatchTable | None:
     """The table ``impl="auto"`` reads: the one given to :func:`use_table`, else the file named by
-    ``SYNTHESIZER_DISPATCH_TABLE``, else the shipped one; None where there is none (the static ranking)."""
+    ``SYNTHESIZER_DISPATCH_TABLE`` (``none``: no table), else the shipped one; None where there is none (the
+    static ranking)."""
     if not _chosen:
         named = os.environ.get(TABLE_ENV)
-        if named:
+        if named == NO_TABLE:
+            _chosen.append(None)
+        elif named:
             _chosen.append(DispatchTable.load(named))
         else:
-            _chosen.append(DispatchTable.load(DEFAULT_TABLE) if DEFAULT_TABLE.exists() else None)
+            _chosen.append(shipped_table())
     return _chosen[0]

@@ -11,7 +11,7 @@ import importlib.util
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention.dispatch import applicable_paths
+from ..attention.dispatch import applicable_paths, candidate_paths
 from ..attention.factory import BASELINES, build_mixer, resolve_kind
 from ..errors import InputError
 
@@ -84,15 +84,16 @@ def layer_path(layer: nn.Module) -> str:
     return getattr(layer, "path", "baseline")
 
 
-# Paths that ``impl="auto"`` ranks after another one for the kinds they apply to, timed beside it
-# (``candidates``): the mixtures of feature components on ``wide_qk`` as well as on ``fused``.
-CANDIDATE_PATHS = ("wide_qk",)
+# The kernels that ``impl="auto"`` chooses between by length (the dispatch table) for the mixtures of feature
+# components, each timed in a row of its own beside the kind's ``auto`` row (``candidates``).
+CANDIDATE_PATHS = ("fused", "wide_qk")
 
 
 def layer_names(kinds: list[str], baselines: list[str], causal: bool, candidates: bool = True) -> list[str]:
-    """``sdpa``, each kind (plus, when ``candidates``, one row per candidate path of kinds that mix
-    ``random`` with dot products, and one per path of ``CANDIDATE_PATHS`` that applies, so that the
-    dispatcher's choice can be checked against the measurement), then the baselines; encoder-only
+    """``sdpa``, each kind (plus, when ``candidates``, one row per other path, candidate kernels included,
+    of kinds that mix ``random`` with dot products, and one per path of ``CANDIDATE_PATHS`` for the mixtures
+    that ``wide_qk`` computes, so that the dispatcher's choice can be checked against the measurement), then
+    the baselines; encoder-only
     ones are left out when ``causal``. Raises ValueError on an unknown kind or baseline before
     anything is timed."""
     allowed = (*BASELINES, PYPI_LINFORMER)
@@ -104,9 +105,9 @@ def layer_names(kinds: list[str], baselines: list[str], causal: bool, candidates
         names.append(str(kind))
         paths = applicable_paths(kind)
         if candidates and "fused_bias" in paths:
-            names += [f"{kind} [{path}]" for path in paths[1:]]
-        elif candidates:
-            names += [f"{kind} [{path}]" for path in paths[1:] if path in CANDIDATE_PATHS]
+            names += [f"{kind} [{path}]" for path in (*paths[1:], *candidate_paths(kind))]
+        elif candidates and "wide_qk" in paths:
+            names += [f"{kind} [{path}]" for path in paths if path in CANDIDATE_PATHS]
     for name in baselines:
         if name not in allowed:
             raise InputError(f"unknown baseline {name!r}; allowed: {', '.join(allowed)}")

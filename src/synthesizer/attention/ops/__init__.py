@@ -11,8 +11,9 @@ Every kernel module has
   and padding (B, n) bool (True = padding) or None.
 
 ``reference`` materialises the logits and is what every fast kernel is tested against. ``wide_qk``
-computes the mixtures ``fused`` does, with q, k wider than v (a candidate, see ``dispatch``). ``sdpa_bias``
-computes the layers ``fused_bias`` does, on any device (the default on CUDA, see ``dispatch``);
+computes the mixtures ``fused`` does, with q, k wider than v (chosen by the measured table where it won, see
+``dispatch``). ``sdpa_bias`` computes the layers ``fused_bias`` does, on any device (the default on CUDA, a
+candidate on CPU, see ``dispatch`` and ``candidates``);
 ``triton_bias`` and ``flex_bias`` are opt-in GPU paths for them (docs/gpu.md).
 """
 

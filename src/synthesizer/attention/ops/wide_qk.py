@@ -17,8 +17,9 @@ logits, the masks, one softmax, ``P V``; backward: the probabilities again (a re
 rather than ``exp(S - lse)``: one fused softmax is the cheaper pass on CPU), ``dP = dO V^T``,
 ``dS = P * (dP - delta)`` with ``delta = rowsum(dO * O)`` computed once from the output (two
 in-place passes), ``dq = dS k``, and dv and dk accumulated transposed (``dO^T P`` and ``q^T dS``,
-whose outputs are contiguous rows of length n). k and v are transposed once per call, so that
-``q k^T`` and ``dO v^T`` take contiguous operands.
+whose outputs are contiguous rows of length n), and dq likewise (``k^T dS^T``). ``q k^T`` and ``dO v^T``
+take k and v as transposed views: BLAS reads a transposed operand at no cost, where a transposed copy
+of k cost about 3% of the layer at seq 2048.
 
 Masks: key padding and the causal diagonal block are written into the block's logits (-inf);
 causal blocks only see keys up to their last row; rows with no key to attend to give zeros, as in
@@ -43,10 +44,11 @@ NEEDS = "features"
 APPLIES_TO = "mixtures of dot products of features (dense+vanilla, factorized_random+vanilla, ...)"
 FALLBACK = None  # it runs in every mode on every device (always.runs)
 
-# Logits per block (16 MiB in float32): four whole (n, n) matrices at seq 1024, or rows of one
-# (example, head) pair (see factorized_dense.pair_blocks). Chosen by timing 2^20 to 2^22
-# (docs/bench/kernels.md, "wide_qk").
-BLOCK_ELEMENTS = 1 << 22
+# Logits per block (4 MiB in float32): one whole (n, n) matrix at seq 1024, or rows of one (example,
+# head) pair (see factorized_dense.pair_blocks). Chosen by timing 2^19 to 2^22 at seq 1024 and 2048,
+# batch 4, d_model 512 (docs/bench/kernels.md, "wide_qk"): 2^20 and 2^21 within noise of each other,
+# 2^22 (the earlier choice) 5-10% slower once k and v were no longer transposed into copies.
+BLOCK_ELEMENTS = 1 << 20
 # Rows per block of one pair when causal: blocks see only the keys up to their last row.
 CAUSAL_ROWS = 256
 
@@ -117,10 +119,12 @@ def wide_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor
     # delta = rowsum(P * dP) (dropout included) from the output, once: each block's logit gradient
     # is then P * (dP - delta) in two in-place passes (softmax's own backward reduces the block again).
     delta = (grad_out * out).sum(-1, keepdim=True)
-    dq = torch.empty_like(q)
-    # Transposed accumulators: their products write contiguous rows of length n.
-    dk_t, dv_t = q.new_zeros(pairs, d_qk, n), v.new_zeros(pairs, v.shape[-1], n)
-    k_t, v_t = k.transpose(-1, -2).contiguous(), v.transpose(-1, -2).contiguous()
+    # Transposed gradients: their products write contiguous rows of length n (BLAS is faster at that than
+    # at rows of d_qk = 129). Not causal, a pair's first block sees every key and writes its dk and dv (no
+    # zero fill); causal blocks see a growing prefix of the keys, so the accumulators start at zero.
+    new = q.new_zeros if causal else q.new_empty
+    dq_t, dk_t, dv_t = q.new_empty(pairs, d_qk, n), new(pairs, d_qk, n), new(pairs, v.shape[-1], n)
+    k_t, v_t = k.transpose(-1, -2), v.transpose(-1, -2)  # views: BLAS takes a transposed operand at no cost
     for c0, c1, s, e in _blocks(pairs, n, n, causal):
         m = e if causal else n
         q_blk, go = q[c0:c1, s:e], grad_out[c0:c1, s:e]
@@ -128,15 +132,22 @@ def wide_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor
                              None if empty is None else empty[c0:c1, s:e], causal, s)
         dlogits = torch.bmm(go, v_t[c0:c1, :, :m])  # dP
         keep = _keep(probs.shape, dropout, seed + c0 * n + s, q)
-        if keep is None:
-            dv_t[c0:c1, :, :m].baddbmm_(go.transpose(-1, -2), probs)
-        else:
-            dv_t[c0:c1, :, :m].baddbmm_(go.transpose(-1, -2), probs * keep)
+        first = not causal and s == 0
+        _accumulate(dv_t[c0:c1, :, :m], go.transpose(-1, -2), probs if keep is None else probs * keep, first)
+        if keep is not None:
             dlogits *= keep
         dlogits.sub_(delta[c0:c1, s:e]).mul_(probs)
-        torch.bmm(dlogits, k[c0:c1, :m], out=dq[c0:c1, s:e])
-        dk_t[c0:c1, :, :m].baddbmm_(q_blk.transpose(-1, -2), dlogits)
-    return dq, dk_t.transpose(-1, -2), dv_t.transpose(-1, -2)
+        torch.bmm(k_t[c0:c1, :, :m], dlogits.transpose(-1, -2), out=dq_t[c0:c1, :, s:e])
+        _accumulate(dk_t[c0:c1, :, :m], q_blk.transpose(-1, -2), dlogits, first)
+    return dq_t.transpose(-1, -2), dk_t.transpose(-1, -2), dv_t.transpose(-1, -2)
+
+
+def _accumulate(into: Tensor, a: Tensor, b: Tensor, first: bool) -> None:
+    """``into = a b`` for a pair's first block, ``into += a b`` after."""
+    if first:
+        torch.bmm(a, b, out=into)
+    else:
+        into.baddbmm_(a, b)
 
 
 def _pair_masks(padding: Tensor | None, heads: int, causal: bool) -> tuple[Tensor | None, Tensor | None]:
@@ -161,7 +172,7 @@ class _WideQKAttention(torch.autograd.Function):
             b, h, n, _ = q.shape
             q_f, k_f, v_f = _pairs(q), _pairs(k), _pairs(v)
             pad_f, empty_f = _pair_masks(padding, h, causal)
-            out = wide_forward(q_f, k_f.transpose(-1, -2).contiguous(), v_f, pad_f, empty_f, causal,
+            out = wide_forward(q_f, k_f.transpose(-1, -2), v_f, pad_f, empty_f, causal,
                                dropout=dropout, seed=seed)
             ctx.save_for_backward(q_f, k_f, v_f, pad_f, empty_f, out)
             ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
