@@ -104,6 +104,17 @@ def test_the_static_choice_keeps_the_first_place_unless_beaten_by_more_than_the_
     assert table_of(rows(0.9, 1.0), "cpu", {}, margin=0.05).entries[0].median_s == (0.9, 1.0)
 
 
+def test_a_layer_far_from_the_tables_width_takes_the_static_ranking(tmp_path):
+    use_table(write_table(tmp_path / "t.json", [entry(["wide_qk", "fused"], 16)], measured_at={"d_model": 32}))
+    assert choose_path(DV, training=True, seq=16, width=64) == "wide_qk"  # within a factor 2
+    assert choose_path(DV, training=True, seq=16, width=65) == "fused"  # more than 2x off: the static ranking
+    assert choose_path(DV, training=True, seq=16, width=16) == "wide_qk" and choose_path(DV, training=True, seq=16,
+                                                                                        width=15) == "fused"
+    torch.manual_seed(0)
+    assert SynthesizerAttention(32, 2, 16, "dense+vanilla").path == "wide_qk"
+    assert SynthesizerAttention(128, 2, 16, "dense+vanilla").path == "fused"
+
+
 def test_none_in_the_environment_turns_tables_off(monkeypatch):
     monkeypatch.setenv(TABLE_ENV, "none")
     use_table(None)

@@ -167,11 +167,11 @@ def opt_in_paths(components: tuple[str, ...], *, extra_bias: bool = False) -> li
 
 def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.device | None = None, *,
                 extra_bias: bool = False, training: bool = False, seq: int | None = None,
-                per_token: bool = False) -> str:
+                per_token: bool = False, width: int | None = None) -> str:
     """The path ``impl`` asks for, or "invalid" if it does not apply. "auto": among the ranked paths that apply
     on ``device``, the fastest the measured dispatch table (``dispatch_table``) has for this layer in this mode
-    (``training``) at the length nearest ``seq``; without a table entry (or without ``seq``), the first of the
-    static ranking; ``per_token`` inputs (packed rows, per-token positions): among the ``PER_TOKEN`` kernels.
+    (``training``) at the length nearest ``seq``; without a table entry (or without ``seq``, or for a layer of
+    d_model ``width`` far from the table's, see ``dispatch_table.WIDTH_FACTOR``), the first of the static ranking; ``per_token`` inputs (packed rows, per-token positions): among the ``PER_TOKEN`` kernels.
     What a forward pass runs also depends on the mode: see ``running_path``."""
     if impl != "auto":
         kernel = KERNELS.get(impl)
@@ -182,7 +182,7 @@ def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.d
     table = active_table() if seq is not None else None
     if table is not None:
         device_type = "cpu" if device is None else device.type
-        measured = table.order(layer_key(components, extra_bias), device_type, mode_of(training), seq) or ()
+        measured = table.order(layer_key(components, extra_bias), device_type, mode_of(training), seq, width) or ()
         for name in measured:
             if name in paths:
                 return name
@@ -208,13 +208,14 @@ def check_impl(components: tuple[str, ...], impl: object, *, extra_bias: bool = 
 
 def running_path(components: tuple[str, ...], impl: str, *, training: bool, dropout: float,
                  device: torch.device, extra_bias: bool = False, per_token: bool = False,
-                 seq: int | None = None) -> str:
-    """The path a full forward pass of length ``seq`` runs: ``choose_path`` on this device in this mode, except
+                 seq: int | None = None, width: int | None = None) -> str:
+    """The path a full forward pass of length ``seq`` of a layer of d_model ``width`` runs: ``choose_path`` on this
+    device in this mode, except
     that a kernel that cannot run in this mode on this device (its ``runs``) hands over to its ``FALLBACK``, and
     that with ``per_token`` inputs (packed rows, per-token positions) a kernel not in ``PER_TOKEN`` hands over to
     ``reference``. Every path computes in the input's dtype: float16 and bfloat16 run on all of them on CPU."""
     path = choose_path(components, impl, device, extra_bias=extra_bias, training=training, seq=seq,
-                       per_token=per_token)
+                       per_token=per_token, width=width)
     kernel = KERNELS.get(path)
     if kernel is None:  # "invalid": the layer refuses such an impl when it is built
         return path

@@ -13,8 +13,11 @@ where the table has no entry for the layer, device type and mode.
 A layer is named by its components joined with ``+`` in the layer's order (``dense+vanilla``), with
 ``+position_bias`` where its vanilla component has a relative or ALiBi bias (see ``dispatch.POSITION_BIAS``).
 Modes: ``train`` (forward and backward, what a training step runs) and ``eval`` (forward without gradients).
-The table is keyed on length only: the width, heads and batch it was measured at are recorded in it, and a
-model far from them may rank the kernels differently (measure at your own shapes).
+The table is keyed on length: the width, heads and batch it was measured at are recorded in it, and a layer
+whose width (d_model) is more than ``WIDTH_FACTOR`` times off the measured one does not read it (the static
+ranking decides): at the comparison presets' width, 64, the kernels rank otherwise than at 512 (``reference``,
+the fastest at seq 128 and width 512 for dense and dense+vanilla, took 1.8x to 1.9x ``fused``'s time there at
+seq 128, batch 32, causal, one thread). Measure at your own shapes.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ NO_TABLE = "none"  # the environment's value for "no table: the static ranking"
 DEFAULT_TABLE = Path(__file__).with_name("dispatch_table.json")
 MODES = ("train", "eval")
 FORMAT = 1
+# A table applies to layers whose width is within this factor of the width it was measured at.
+WIDTH_FACTOR = 2.0
 
 
 def layer_key(components: tuple[str, ...], extra_bias: bool = False) -> str:
@@ -65,13 +70,23 @@ class DispatchTable:
     entries: tuple[Entry, ...]
     measured_at: dict  # the shapes, machine and command it was measured with (said, not used for the lookup)
 
-    def order(self, layer: str, device: str, mode: str, seq: int) -> tuple[str, ...] | None:
+    def order(self, layer: str, device: str, mode: str, seq: int, width: int | None = None) -> tuple[str, ...] | None:
         """The kernels of the entry for (``layer``, ``device``, ``mode``) measured nearest ``seq`` (ties: the
-        shorter), fastest first; None where the table has no entry for them."""
+        shorter), fastest first; None where the table has no entry for them, or where ``width`` (the layer's
+        d_model; None: not checked) is more than ``WIDTH_FACTOR`` times off the width the table was measured at."""
+        if not self.applies_to_width(width):
+            return None
         near = [e for e in self.entries if (e.layer, e.device, e.mode) == (layer, device, mode)]
         if not near:
             return None
         return min(near, key=lambda e: (abs(math.log(e.seq / max(seq, 1))), e.seq)).order
+
+    def applies_to_width(self, width: int | None) -> bool:
+        """Whether a layer of this d_model reads the table (True where either width is unknown)."""
+        measured = self.measured_at.get("d_model")
+        if width is None or not measured:
+            return True
+        return 1 / WIDTH_FACTOR <= width / measured <= WIDTH_FACTOR
 
     def winners(self) -> set[str]:
         """The kernels that are the fastest of at least one entry."""

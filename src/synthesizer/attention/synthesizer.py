@@ -161,7 +161,8 @@ class SynthesizerAttention(nn.Module):
 
     def _running_path(self, per_token: bool, seq: int | None = None) -> str:
         path = running_path(self.components, self.impl, training=self.training, dropout=self.dropout,
-                            device=self.value.weight.device, extra_bias=self.biased, per_token=per_token, seq=seq)
+                            device=self.value.weight.device, extra_bias=self.biased, per_token=per_token, seq=seq,
+                            width=self.d_model)
         # a registered feature component that offers no features at per-token positions: the reference
         if per_token and path != "reference" and not all(callable(getattr(m, "features_at", None))
                                                          for m in self.logit_modules.values()):
