@@ -12,13 +12,33 @@ from synthesizer.data.packing import document_pieces, pack_rows, packed_tensors
 
 def test_rows_fill_first_fit_and_batches_hold_at_most_their_rows():
     sizes = [(5,), (4,), (3,), (6,), (2,), (8,)]
-    batches = pack_rows(sizes, (8,), rows_per_batch=2)
-    # 3 (6 tokens) fits neither open row, so the first batch closes before 4 (2 tokens) could join row 1
+    batches = pack_rows(sizes, (8,), rows_per_batch=2, lookahead=0)
+    # without look-ahead, 3 (6 tokens) fits neither open row, so the first batch closes before 4 (2 tokens)
+    # could join row 1
     assert batches == [[[0, 2], [1]], [[3, 4], [5]]]
-    for batch in batches:
-        assert len(batch) <= 2
-        assert all(sum(sizes[i][0] for i in row) <= 8 for row in batch)
-    assert sorted(i for b in batches for row in b for i in row) == list(range(len(sizes)))
+    # with it, 3 waits for the next batch and 4 fills row 1; 5 waits too, and both start the next batch in order
+    assert pack_rows(sizes, (8,), rows_per_batch=2, lookahead=2) == [[[0, 2], [1, 4]], [[3], [5]]]
+    # more than `lookahead` waiting: the batch closes there, and the waiting ones come first in the next
+    order = [0, 1, 3, 4, 5, 2]
+    assert pack_rows(sizes, (8,), rows_per_batch=2, lookahead=0, order=order) == [[[0], [1]], [[3, 4], [5]], [[2]]]
+    assert pack_rows(sizes, (8,), rows_per_batch=2, lookahead=1, order=order) == [[[0, 4], [1]], [[3], [5]], [[2]]]
+    for lookahead in (0, 1, 2, 64):
+        batches = pack_rows(sizes, (8,), rows_per_batch=2, lookahead=lookahead)
+        for batch in batches:
+            assert len(batch) <= 2
+            assert all(sum(sizes[i][0] for i in row) <= 8 for row in batch)
+        assert sorted(i for b in batches for row in b for i in row) == list(range(len(sizes)))
+
+
+def test_look_ahead_fills_rows_that_a_closing_batch_leaves_empty():
+    g = torch.Generator().manual_seed(0)
+    sizes = [(int(n),) for n in torch.randint(1, 33, (2000,), generator=g)]
+    used = {}
+    for lookahead in (0, 64):
+        batches = pack_rows(sizes, (64,), rows_per_batch=8, lookahead=lookahead)
+        assert sorted(i for b in batches for row in b for i in row) == list(range(len(sizes)))
+        used[lookahead] = sum(n for (n,) in sizes) / (64 * sum(len(b) for b in batches))
+    assert used[64] > 0.97 and used[64] > used[0] + 0.05, used
 
 
 def test_each_part_of_an_example_needs_room_in_its_own_row():

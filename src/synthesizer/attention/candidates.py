@@ -8,9 +8,10 @@ On CPU, from the reference machine's table (docs/bench/dispatch, batch 4, d_mode
 2048, forward+backward and forward alone):
 
 - ``sdpa_bias`` (random mixtures, one scaled_dot_product_attention call with ``w * R`` as a float mask):
-  first in no entry; 1.37x to 1.62x ``fused_bias`` in training from seq 512 on (PyTorch's math kernel keeps
-  (B, H, n, n) tensors on CPU), within 6% of it in eval. It stays the CUDA default for these layers
-  (``dispatch.CUDA_RANKING``), where its memory-efficient kernel gives the mask's gradient.
+  first in no entry, well behind ``fused_bias`` in training from seq 512 on (PyTorch's math kernel keeps
+  (B, H, n, n) tensors on CPU), close to it in eval (the figures: docs/bench/measured-dispatch/README.md). It
+  stays the CUDA default for these layers (``dispatch.CUDA_RANKING``), where its memory-efficient kernel gives
+  the mask's gradient.
 
 ``blockwise`` also won no entry, but it is ``fused_bias``'s fallback (training with dropout, which the
 table does not time), so it keeps its place in the ranking.

@@ -16,8 +16,8 @@ Modes: ``train`` (forward and backward, what a training step runs) and ``eval`` 
 The table is keyed on length: the width, heads and batch it was measured at are recorded in it, and a layer
 whose width (d_model) is more than ``WIDTH_FACTOR`` times off the measured one does not read it (the static
 ranking decides): at the comparison presets' width, 64, the kernels rank otherwise than at 512 (``reference``,
-the fastest at seq 128 and width 512 for dense and dense+vanilla, took 1.8x to 1.9x ``fused``'s time there at
-seq 128, batch 32, causal, one thread). Measure at your own shapes.
+the fastest at seq 128 and width 512 for dense and dense+vanilla, is much slower than ``fused`` there;
+docs/bench/measured-dispatch/README.md). Measure at your own shapes.
 """
 
 from __future__ import annotations

@@ -12,13 +12,18 @@ Rules (tested in tests/data/test_packing.py):
   a row is cut by ``document_pieces`` into pieces of at most a row, each packed as a document of its own
   (positions from 0), the next-token targets of a piece staying inside it;
 * rows fill first-fit, in the given order, among the open rows of the batch being built; a batch holds
-  at most ``rows_per_batch`` rows, and closes when an example fits none of them and no row may be opened;
+  at most ``rows_per_batch`` rows. An example that fits none of them when no row may be opened waits, and the
+  next ones are tried, until more than ``lookahead`` examples wait (or none is left): then the batch closes and
+  the waiting examples start the next one, in their order. With ``lookahead=0`` a batch closes at its first
+  misfit, which left 14-22% of the slots empty on the translation, summarization and dialogue presets;
+  smaller examples further on fill those gaps (docs/training.md);
 * an example with several parts (a source and a target) needs room in each part's row: source document
   k of a row pairs with target document k of that row.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -28,31 +33,46 @@ from torch import Tensor
 from ..errors import InputError, positive_int
 
 
+# Examples that may wait for a later row while the batch being built takes smaller ones (see the rules).
+LOOKAHEAD = 64
+
+
 def pack_rows(sizes: Sequence[Sequence[int]], capacities: Sequence[int], rows_per_batch: int,
-              order: Sequence[int] | None = None) -> list[list[list[int]]]:
+              order: Sequence[int] | None = None, lookahead: int = LOOKAHEAD) -> list[list[list[int]]]:
     """Batches of rows of example indices: ``sizes[i]`` the tokens example i takes in each part's row
     (one size per part, e.g. (source, target)), ``capacities`` the tokens of one row of each part.
-    ``order``: the order examples are placed in (default: 0, 1, ...). ValueError for an example that
-    does not fit one row (see the module's rules)."""
+    ``order``: the order examples are placed in (default: 0, 1, ...); ``lookahead``: how many examples may
+    wait for the next batch while later ones fill this one's rows. ValueError for an example that does not
+    fit one row (see the module's rules)."""
     positive_int("rows_per_batch", rows_per_batch)
+    if lookahead < 0:
+        raise InputError(f"lookahead must be at least 0, got {lookahead}")
     for part, cap in enumerate(capacities):
         positive_int(f"capacities[{part}]", cap)
     batches: list[list[list[int]]] = []
     rows: list[list[int]] = []
     room: list[list[int]] = []
-    for i in (range(len(sizes)) if order is None else order):
+    stream = deque(range(len(sizes)) if order is None else order)
+    waiting: list[int] = []
+    while stream:
+        i = stream.popleft()
         size = sizes[i]
         if len(size) != len(capacities) or any(s > c for s, c in zip(size, capacities)):
             raise InputError(f"example {i} of sizes {tuple(size)} does not fit one row of {tuple(capacities)} tokens; "
                              "cut it to the row first")
         row = next((r for r, left in enumerate(room) if all(s <= x for s, x in zip(size, left))), None)
-        if row is None:
-            if len(rows) == rows_per_batch:
-                batches.append(rows)
-                rows, room = [], []
+        if row is None and len(rows) < rows_per_batch:
             rows.append([])
             room.append(list(capacities))
             row = len(rows) - 1
+        if row is None:  # the batch is full for this example: it waits for the next one
+            waiting.append(i)
+            if len(waiting) > lookahead or not stream:
+                batches.append(rows)
+                rows, room = [], []
+                stream.extendleft(reversed(waiting))
+                waiting = []
+            continue
         rows[row].append(i)
         room[row] = [x - s for s, x in zip(size, room[row])]
     if rows:

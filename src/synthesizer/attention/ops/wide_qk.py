@@ -19,7 +19,7 @@ rather than ``exp(S - lse)``: one fused softmax is the cheaper pass on CPU), ``d
 in-place passes), ``dq = dS k``, and dv and dk accumulated transposed (``dO^T P`` and ``q^T dS``,
 whose outputs are contiguous rows of length n), and dq likewise (``k^T dS^T``). ``q k^T`` and ``dO v^T``
 take k and v as transposed views: BLAS reads a transposed operand at no cost, where a transposed copy
-of k cost about 3% of the layer at seq 2048.
+of k cost a few percent of the layer at long lengths (docs/bench/kernels.md, "wide_qk").
 
 Masks: key padding and the causal diagonal block are written into the block's logits (-inf);
 causal blocks only see keys up to their last row; rows with no key to attend to give zeros, as in
@@ -47,7 +47,7 @@ FALLBACK = None  # it runs in every mode on every device (always.runs)
 # Logits per block (4 MiB in float32): one whole (n, n) matrix at seq 1024, or rows of one (example,
 # head) pair (see factorized_dense.pair_blocks). Chosen by timing 2^19 to 2^22 at seq 1024 and 2048,
 # batch 4, d_model 512 (docs/bench/kernels.md, "wide_qk"): 2^20 and 2^21 within noise of each other,
-# 2^22 (the earlier choice) 5-10% slower once k and v were no longer transposed into copies.
+# 2^22 (the earlier choice) slower once k and v were no longer transposed into copies.
 BLOCK_ELEMENTS = 1 << 20
 # Rows per block of one pair when causal: blocks see only the keys up to their last row.
 CAUSAL_ROWS = 256
