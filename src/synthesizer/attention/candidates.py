@@ -19,10 +19,11 @@ table does not time), so it keeps its place in the ranking.
 
 from __future__ import annotations
 
-# Device type -> the kernels that are candidates there (left out of that device's ranking).
-CANDIDATES: dict[str, tuple[str, ...]] = {"cpu": ("sdpa_bias",)}
+# The kernels left out of the CPU ranking. CUDA has none (nothing has been timed on a GPU yet).
+CPU_CANDIDATES = ("sdpa_bias",)
 
 
 def candidates(device_type: str) -> tuple[str, ...]:
-    """The candidate kernels on this device type (CPU's for device types without their own ranking)."""
-    return CANDIDATES.get(device_type, CANDIDATES["cpu"] if device_type != "cuda" else ())
+    """The candidate kernels on this device type: CPU's on every device type but CUDA, which has a ranking
+    of its own (``dispatch.ranking``)."""
+    return () if device_type == "cuda" else CPU_CANDIDATES

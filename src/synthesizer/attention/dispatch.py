@@ -171,7 +171,8 @@ def choose_path(components: tuple[str, ...], impl: str = "auto", device: torch.d
     """The path ``impl`` asks for, or "invalid" if it does not apply. "auto": among the ranked paths that apply
     on ``device``, the fastest the measured dispatch table (``dispatch_table``) has for this layer in this mode
     (``training``) at the length nearest ``seq``; without a table entry (or without ``seq``, or for a layer of
-    d_model ``width`` far from the table's, see ``dispatch_table.WIDTH_FACTOR``), the first of the static ranking; ``per_token`` inputs (packed rows, per-token positions): among the ``PER_TOKEN`` kernels.
+    d_model ``width`` far from the table's, see ``dispatch_table.WIDTH_FACTOR``), the first of the static
+    ranking; ``per_token`` inputs (packed rows, per-token positions): among the ``PER_TOKEN`` kernels.
     What a forward pass runs also depends on the mode: see ``running_path``."""
     if impl != "auto":
         kernel = KERNELS.get(impl)

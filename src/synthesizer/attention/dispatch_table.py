@@ -26,6 +26,7 @@ import json
 import math
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ..errors import InputError
@@ -76,10 +77,18 @@ class DispatchTable:
         d_model; None: not checked) is more than ``WIDTH_FACTOR`` times off the width the table was measured at."""
         if not self.applies_to_width(width):
             return None
-        near = [e for e in self.entries if (e.layer, e.device, e.mode) == (layer, device, mode)]
+        near = self._by_layer.get((layer, device, mode))
         if not near:
             return None
         return min(near, key=lambda e: (abs(math.log(e.seq / max(seq, 1))), e.seq)).order
+
+    @cached_property
+    def _by_layer(self) -> dict[tuple[str, str, str], list[Entry]]:
+        """The entries of each (layer, device, mode): ``order`` runs on every forward pass."""
+        index: dict[tuple[str, str, str], list[Entry]] = {}
+        for e in self.entries:
+            index.setdefault((e.layer, e.device, e.mode), []).append(e)
+        return index
 
     def applies_to_width(self, width: int | None) -> bool:
         """Whether a layer of this d_model reads the table (True where either width is unknown)."""

@@ -106,7 +106,7 @@ def layer_names(kinds: list[str], baselines: list[str], causal: bool, candidates
         paths = applicable_paths(kind)
         if candidates and "fused_bias" in paths:
             names += [f"{kind} [{path}]" for path in (*paths[1:], *candidate_paths(kind))]
-        elif candidates and "wide_qk" in paths:
+        elif candidates and set(CANDIDATE_PATHS) <= set(paths):
             names += [f"{kind} [{path}]" for path in paths if path in CANDIDATE_PATHS]
     for name in baselines:
         if name not in allowed:

@@ -49,17 +49,18 @@ def pack_rows(sizes: Sequence[Sequence[int]], capacities: Sequence[int], rows_pe
         raise InputError(f"lookahead must be at least 0, got {lookahead}")
     for part, cap in enumerate(capacities):
         positive_int(f"capacities[{part}]", cap)
+    stream = deque(range(len(sizes)) if order is None else order)
+    for i in stream:  # checked once, before any is placed: a waiting example is tried again
+        if len(sizes[i]) != len(capacities) or any(s > c for s, c in zip(sizes[i], capacities)):
+            raise InputError(f"example {i} of sizes {tuple(sizes[i])} does not fit one row of {tuple(capacities)} "
+                             "tokens; cut it to the row first")
     batches: list[list[list[int]]] = []
     rows: list[list[int]] = []
     room: list[list[int]] = []
-    stream = deque(range(len(sizes)) if order is None else order)
     waiting: list[int] = []
     while stream:
         i = stream.popleft()
         size = sizes[i]
-        if len(size) != len(capacities) or any(s > c for s, c in zip(size, capacities)):
-            raise InputError(f"example {i} of sizes {tuple(size)} does not fit one row of {tuple(capacities)} tokens; "
-                             "cut it to the row first")
         row = next((r for r, left in enumerate(room) if all(s <= x for s, x in zip(size, left))), None)
         if row is None and len(rows) < rows_per_batch:
             rows.append([])
