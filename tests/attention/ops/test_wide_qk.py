@@ -35,15 +35,21 @@ def reference_attention(q, k, v, pad, causal):
 
 def use_blocks(monkeypatch, blocks: str) -> None:
     """"one": one block per call (small n); "rows": blocks of 16 query rows of one (example, head) pair,
-    so that n = 37 takes three blocks per pair (the last one partial), causal or not; "pairs" (not
-    causal): whole matrices of two pairs at a time, three blocks for the B * H = 6 pairs."""
+    so that n = 37 takes three blocks per pair (the last one partial), causal or not (causal: the last
+    rows first); "pairs": not causal, whole matrices of two pairs at a time, three blocks for the
+    B * H = 6 pairs; causal, 16 rows of four pairs at a time (then of the last two)."""
     if blocks == "one":
         return
     monkeypatch.setattr(wide_qk, "CAUSAL_ROWS", 16)
     monkeypatch.setattr(wide_qk, "BLOCK_ELEMENTS", 1 if blocks == "rows" else 2 * 37 * 37)
-    want = [(0, 1, 0, 16), (0, 1, 16, 32), (0, 1, 32, 37)] if blocks == "rows" else [(0, 2, 0, 37), (2, 4, 0, 37)]
-    assert wide_qk._blocks(B * H, 37, 37, causal=False)[:3 if blocks == "rows" else 2] == want
-    assert wide_qk._blocks(B * H, 37, 37, causal=True)[:2] == [(0, 1, 0, 16), (0, 1, 16, 32)]
+    rows = [(32, 37), (16, 32), (0, 16)]
+    if blocks == "rows":
+        assert wide_qk._blocks(B * H, 37, 37, causal=False)[:3] == [(0, 1, 0, 16), (0, 1, 16, 32), (0, 1, 32, 37)]
+        assert wide_qk._blocks(B * H, 37, 37, causal=True)[:3] == [(0, 1, s, e) for s, e in rows]
+    else:
+        assert wide_qk._blocks(B * H, 37, 37, causal=False) == [(0, 2, 0, 37), (2, 4, 0, 37), (4, 6, 0, 37)]
+        assert wide_qk._blocks(B * H, 37, 37, causal=True) == [(c0, c1, s, e) for c0, c1 in ((0, 4), (4, 6))
+                                                                for s, e in rows]
 
 
 @pytest.fixture

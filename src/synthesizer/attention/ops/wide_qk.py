@@ -12,7 +12,9 @@ leaves, in multiply-adds and bytes, and how it measured against ``fused``: docs/
 
 The (example, head) pairs are flattened and processed in blocks of ``BLOCK_ELEMENTS`` logits laid
 out as factorized_dense's (``pair_blocks``: whole matrices of several pairs, or rows of one pair),
-so that every block of an input, output or gradient is one contiguous piece. Per block, forward: the
+so that every block of an input, output or gradient is one contiguous piece; causal, in blocks of
+``CAUSAL_ROWS`` rows of several pairs against the keys up to their last row (strided pieces, which
+BLAS takes as they are), so that fewer, larger products skip the keys after a block. Per block, forward: the
 logits, the masks, one softmax, ``P V``; backward: the probabilities again (a recomputed softmax
 rather than ``exp(S - lse)``: one fused softmax is the cheaper pass on CPU), ``dP = dO V^T``,
 ``dS = P * (dP - delta)`` with ``delta = rowsum(dO * O)`` computed once from the output (two
@@ -21,9 +23,9 @@ whose outputs are contiguous rows of length n), and dq likewise (``k^T dS^T``). 
 take k and v as transposed views: BLAS reads a transposed operand at no cost, where a transposed copy
 of k cost a few percent of the layer at long lengths (docs/bench/kernels.md, "wide_qk").
 
-Masks: key padding and the causal diagonal block are written into the block's logits (-inf);
-causal blocks only see keys up to their last row; rows with no key to attend to give zeros, as in
-the reference. Dropout: the keep mask of ``blockwise`` (one seed per block, the same in forward
+Masks: key padding and the causal block's own square of keys (the only keys it sees that may lie
+after a row) are written into the block's logits (-inf); rows with no key to attend to give zeros,
+as in the reference. Dropout: the keep mask of ``blockwise`` (one seed per block, the same in forward
 and backward).
 """
 
@@ -59,7 +61,22 @@ def applies(components) -> bool:
 
 
 def _blocks(pairs: int, t: int, n: int, causal: bool) -> list[tuple[int, int, int, int]]:
-    return pair_blocks(pairs, t, n, causal, elements=BLOCK_ELEMENTS, causal_rows=CAUSAL_ROWS)
+    """(c0, c1, s, e): pairs c0..c1-1, rows s..e-1 of every block. Not causal: ``pair_blocks``. Causal:
+    ``CAUSAL_ROWS`` rows of as many pairs as ``BLOCK_ELEMENTS`` allows, against the keys up to their last
+    row, the last rows of a group of pairs first (they see every key, so they write dk and dv where the
+    others add to them)."""
+    if not causal:
+        return pair_blocks(pairs, t, n, False, elements=BLOCK_ELEMENTS, causal_rows=CAUSAL_ROWS)
+    rows = max(1, min(t, CAUSAL_ROWS))
+    per = max(1, BLOCK_ELEMENTS // max(1, rows * n))
+    starts = range(0, t, rows)
+    return [(c, min(c + per, pairs), s, min(s + rows, t)) for c in range(0, pairs, per) for s in reversed(starts)]
+
+
+def _upper(rows: int, device: torch.device) -> Tensor:
+    """(rows, rows) bool, True above the diagonal: a causal block's mask on its own square of keys (the
+    keys before its first row are all visible)."""
+    return causal_mask(rows, rows, device)
 
 
 def _pairs(t: Tensor) -> Tensor:
@@ -67,15 +84,15 @@ def _pairs(t: Tensor) -> Tensor:
     return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:]).contiguous()  # no -1: B or n may be 0
 
 
-def _block_probs(q: Tensor, k_t: Tensor, padding: Tensor | None, empty: Tensor | None, causal: bool,
+def _block_probs(q: Tensor, k_t: Tensor, padding: Tensor | None, empty: Tensor | None, upper: Tensor | None,
                  s: int) -> Tensor:
     """softmax(mask(q k^T)) (c, t, m) of a block: ``q`` (c, t, d_qk) its rows s..s+t-1, ``k_t`` (c, d_qk, m)
-    the keys they may see, transposed and contiguous; ``padding`` (c, n) and ``empty`` (c, t, 1) (rows
-    without a key, which give zeros) or None."""
+    the keys they may see, transposed; ``padding`` (c, n) and ``empty`` (c, t, 1) (rows without a key,
+    which give zeros) or None; ``upper`` (``_upper``) when causal, else None."""
     logits = torch.bmm(q, k_t)
     t, m = logits.shape[-2:]
-    if causal:
-        logits.masked_fill_(causal_mask(t, m, q.device, start=s), MASKED)
+    if upper is not None:  # keys s..m-1 are the block's own square (m = s + t); the ones before, all visible
+        logits[:, :, s:].masked_fill_(upper[:t, :t], MASKED)
     if padding is not None:
         logits.masked_fill_(padding[:, None, :m], MASKED)
     # Skipping the fills when no row is empty saves two passes; a compiled graph cannot branch on
@@ -98,10 +115,11 @@ def wide_forward(q: Tensor, k_t: Tensor, v: Tensor, padding: Tensor | None, empt
     v (B*H, n, d_v), the padding (B*H, n) and empty rows (B*H, n, 1) of every pair, or None."""
     pairs, n, _ = q.shape
     out = v.new_empty(pairs, n, v.shape[-1])
+    upper = _upper(CAUSAL_ROWS, q.device) if causal else None
     for c0, c1, s, e in _blocks(pairs, n, n, causal):
         m = e if causal else n
         probs = _block_probs(q[c0:c1, s:e], k_t[c0:c1, :, :m], None if padding is None else padding[c0:c1],
-                             None if empty is None else empty[c0:c1, s:e], causal, s)
+                             None if empty is None else empty[c0:c1, s:e], upper, s)
         keep = _keep(probs.shape, dropout, seed + c0 * n + s, q)
         if keep is not None:
             probs *= keep
@@ -120,19 +138,19 @@ def wide_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor
     # is then P * (dP - delta) in two in-place passes (softmax's own backward reduces the block again).
     delta = (grad_out * out).sum(-1, keepdim=True)
     # Transposed gradients: their products write contiguous rows of length n (BLAS is faster at that than
-    # at rows of d_qk = 129). Not causal, a pair's first block sees every key and writes its dk and dv (no
-    # zero fill); causal blocks see a growing prefix of the keys, so the accumulators start at zero.
-    new = q.new_zeros if causal else q.new_empty
-    dq_t, dk_t, dv_t = q.new_empty(pairs, d_qk, n), new(pairs, d_qk, n), new(pairs, v.shape[-1], n)
+    # at rows of d_qk = 129). A group of pairs' first block sees every key (not causal: all its rows;
+    # causal: its last rows) and writes its dk and dv, the later ones add to them: no zero fill.
+    dq_t, dk_t, dv_t = q.new_empty(pairs, d_qk, n), q.new_empty(pairs, d_qk, n), q.new_empty(pairs, v.shape[-1], n)
     k_t, v_t = k.transpose(-1, -2), v.transpose(-1, -2)  # views: BLAS takes a transposed operand at no cost
+    upper = _upper(CAUSAL_ROWS, q.device) if causal else None
     for c0, c1, s, e in _blocks(pairs, n, n, causal):
         m = e if causal else n
         q_blk, go = q[c0:c1, s:e], grad_out[c0:c1, s:e]
         probs = _block_probs(q_blk, k_t[c0:c1, :, :m], None if padding is None else padding[c0:c1],
-                             None if empty is None else empty[c0:c1, s:e], causal, s)
+                             None if empty is None else empty[c0:c1, s:e], upper, s)
         dlogits = torch.bmm(go, v_t[c0:c1, :, :m])  # dP
         keep = _keep(probs.shape, dropout, seed + c0 * n + s, q)
-        first = not causal and s == 0
+        first = m == n and (e == n if causal else s == 0)
         _accumulate(dv_t[c0:c1, :, :m], go.transpose(-1, -2), probs if keep is None else probs * keep, first)
         if keep is not None:
             dlogits *= keep
