@@ -32,18 +32,20 @@ def config_fn(name, overrides):
 
 
 class TunedRunner(FakeRunner):
-    """Validation loss: 4 - positions gain + |log10(lr / kind's best)|; the test score follows it."""
+    """Validation loss: 4 - positions gain + |log10(lr / kind's best)|, 0.5 less for a vanilla widened in d_ff;
+    the test score follows it."""
 
     def __call__(self, cfg, out_dir, resume=False, progress=True):
         result = super().__call__(cfg, out_dir, resume, progress)
         import math
         lr, kind = cfg.train["lr"], cfg.attention
-        loss = (4.0 - POSITION_GAIN.get(cfg.model.get("positions", "learned"), 0.0)
-                + abs(math.log10(lr / BEST[kind])) + 0.01 * cfg.seed + (0.2 if kind == "none" else 0.0))
-        result["valid_metrics"] = {"loss": loss}
-        result["test_metrics"] = {"perplexity": math.exp(loss)}
         d = cfg.model["d_model"]
         d_ff = cfg.model.get("d_ff") or 4 * d
+        loss = (4.0 - POSITION_GAIN.get(cfg.model.get("positions", "learned"), 0.0)
+                + abs(math.log10(lr / BEST[kind])) + 0.01 * cfg.seed + (0.2 if kind == "none" else 0.0)
+                - (0.5 if d_ff > 4 * d else 0.0))
+        result["valid_metrics"] = {"loss": loss}
+        result["test_metrics"] = {"perplexity": math.exp(loss)}
         total = 5000 + (3000 if kind.startswith("random") else 0) + (2 * d + 1) * (d_ff - 4 * d)  # one layer
         result["params"] = {"total": total, "by_component": {"ffn": (2 * d + 1) * d_ff + d}}
         result["lr_seen"] = lr
@@ -149,6 +151,26 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     assert link == "lm-sotu-small/tuned/report.md" and (tmp_path / link).is_file()
     assert "![lm-sotu: validation loss of seed 0 against the learning rate](rates_lm-sotu-small.png)" in report
     assert "In progress" not in report  # every stage finished
+    # the widened vanilla (0.5 lower loss) beats random; the claims are judged again with it in vanilla's place
+    assert "| random | 279 | 24.66 ± 0.17 | 40.65 ± 0.29 | +16 [+15, +17] |" in report
+    assert "| claim | against the tuned vanilla | against vanilla of random's size |" in report
+
+
+def test_a_claim_judged_again_against_a_widened_vanilla():
+    """random within the paper's gap of the tuned vanilla, far behind a vanilla of its size: claim 2 turns."""
+    from synthesizer.report.baselines import _with_vanilla
+    from tests.report.test_claims import VANILLA, close_run, seeds
+
+    tuned, same, wide = Results.empty(), Results.empty(), Results.empty()
+    for run in close_run():
+        tuned.put_run(run)
+    for run in seeds("vanilla", VANILLA):
+        same.put_run(run)
+    for run in seeds("vanilla", [v + 8.0 for v in VANILLA]):  # 8 BLEU better than the tuned vanilla
+        wide.put_run(run)
+    assert _with_vanilla(tuned, same)[2] == "supports"
+    assert _with_vanilla(tuned, wide)[2] == "contradicts"
+    assert _with_vanilla(tuned, None)[2] == "not run"  # no vanilla at all
 
 
 def test_the_baselines_report_puts_the_verdicts_before_beside_the_new_ones(tmp_path):
