@@ -15,8 +15,7 @@ Rules (tested in tests/data/test_packing.py):
   at most ``rows_per_batch`` rows. An example that fits none of them when no row may be opened waits, and the
   next ones are tried, until more than ``lookahead`` examples wait (or none is left): then the batch closes and
   the waiting examples start the next one, in their order. With ``lookahead=0`` a batch closes at its first
-  misfit, which left 14-22% of the slots empty on the translation, summarization and dialogue presets;
-  smaller examples further on fill those gaps (docs/training.md);
+  misfit, which leaves gaps that smaller examples further on fill (the figures: docs/training.md);
 * an example with several parts (a source and a target) needs room in each part's row: source document
   k of a row pairs with target document k of that row.
 """

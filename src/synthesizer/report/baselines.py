@@ -139,6 +139,11 @@ def _labels(verdicts: list) -> dict[int, str]:
     return {v.number: verdict_label(v) for v in verdicts}
 
 
+def _verdicts(runs: list[dict]) -> dict[int, str]:
+    """The claims' verdicts on these runs judged together, without the speed checks (no timings)."""
+    return _labels(evaluate_claims(build_groups(runs)))
+
+
 def _tuned_blocks(tuned: Results, metric: str, better: str, before: list[Results], report: str) -> list[Block]:
     """(b) dense+vanilla against the strongest tuned vanilla, and (c) the claims on the tuned comparison (its
     report at ``report``, relative to the study's), beside their verdicts on ``before`` (the comparisons the
@@ -159,8 +164,7 @@ def _tuned_blocks(tuned: Results, metric: str, better: str, before: list[Results
     if not before:
         return blocks + [("table", ["claim", "verdict"], [[str(n), after.get(n, "—")] for n in CLAIMS_READ])]
     # the same tasks' runs of several comparisons, judged together: not one results file's analysis
-    earlier = _labels(evaluate_claims(build_groups(
-        [r for results in before for r in results.runs if group_key(r["task"], r["data"]) in keys])))
+    earlier = _verdicts([r for results in before for r in results.runs if group_key(r["task"], r["data"]) in keys])
     return blocks + [("p", "Before: the same task in the comparison the study re-judges (learned absolute positions, "
                            "every kind at vanilla's rate; its speed checks are left out here)."),
                      ("table", ["claim", "before", "against the strongest tuned vanilla"],
@@ -172,7 +176,7 @@ def _with_vanilla(tuned: Results, wide: Results | None) -> dict[int, str]:
     checks left out, as in the "before" column)."""
     runs = [r for r in tuned.runs if r["attention"] != "vanilla"]
     runs += [r for r in (wide.runs if wide is not None else []) if r["attention"] == "vanilla"]
-    return _labels(evaluate_claims(build_groups(runs)))
+    return _verdicts(runs)
 
 
 def _matched_blocks(folder: Path, tuned: Results, matched_d_ff: dict, metric: str) -> list[Block]:
@@ -196,7 +200,7 @@ def _matched_blocks(folder: Path, tuned: Results, matched_d_ff: dict, metric: st
         ("table", ["kind", "vanilla's d_ff", f"wide vanilla {metric}", f"kind {metric}",
                    "kind minus wide vanilla"], rows)]
     if verdicts:
-        after = _labels(evaluate_claims(build_groups(tuned.runs)))
+        after = _verdicts(tuned.runs)
         blocks += [("p", "The claims judged again with each widened vanilla in the tuned vanilla's place (the "
                          "same rules; speed checks left out):"),
                    ("table", ["claim", "against the tuned vanilla",

@@ -74,12 +74,6 @@ def _blocks(pairs: int, t: int, n: int, causal: bool) -> list[tuple[int, int, in
     return [(c, min(c + per, pairs), s, min(s + rows, t)) for c in range(0, pairs, per) for s in reversed(starts)]
 
 
-def _upper(rows: int, device: torch.device) -> Tensor:
-    """(rows, rows) bool, True above the diagonal: a causal block's mask on its own square of keys (the
-    keys before its first row are all visible)."""
-    return causal_mask(rows, rows, device)
-
-
 def _pairs(t: Tensor) -> Tensor:
     """(B, H, n, d) -> (B*H, n, d), contiguous: every block is then one piece of it."""
     return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:]).contiguous()  # no -1: B or n may be 0
@@ -89,7 +83,8 @@ def _block_probs(q: Tensor, k_t: Tensor, padding: Tensor | None, empty: Tensor |
                  s: int) -> Tensor:
     """softmax(mask(q k^T)) (c, t, m) of a block: ``q`` (c, t, d_qk) its rows s..s+t-1, ``k_t`` (c, d_qk, m)
     the keys they may see, transposed; ``padding`` (c, n) and ``empty`` (c, t, 1) (rows without a key,
-    which give zeros) or None; ``upper`` (``_upper``) when causal, else None."""
+    which give zeros) or None; ``upper`` when causal (``causal_mask`` of CAUSAL_ROWS rows and keys: the
+    block's mask on its own square of keys), else None."""
     logits = torch.bmm(q, k_t)
     t, m = logits.shape[-2:]
     if upper is not None:  # keys s..m-1 are the block's own square (m = s + t); the ones before, all visible
@@ -116,7 +111,7 @@ def wide_forward(q: Tensor, k_t: Tensor, v: Tensor, padding: Tensor | None, empt
     v (B*H, n, d_v), the padding (B*H, n) and empty rows (B*H, n, 1) of every pair, or None."""
     pairs, n, _ = q.shape
     out = v.new_empty(pairs, n, v.shape[-1])
-    upper = _upper(CAUSAL_ROWS, q.device) if causal else None
+    upper = causal_mask(CAUSAL_ROWS, CAUSAL_ROWS, q.device) if causal else None
     for c0, c1, s, e in _blocks(pairs, n, n, causal):
         m = e if causal else n
         probs = _block_probs(q[c0:c1, s:e], k_t[c0:c1, :, :m], None if padding is None else padding[c0:c1],
@@ -143,7 +138,7 @@ def wide_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor
     # causal: its last rows) and writes its dk and dv, the later ones add to them: no zero fill.
     dq_t, dk_t, dv_t = q.new_empty(pairs, d_qk, n), q.new_empty(pairs, d_qk, n), q.new_empty(pairs, v.shape[-1], n)
     k_t, v_t = k.transpose(-1, -2), v.transpose(-1, -2)  # views: BLAS takes a transposed operand at no cost
-    upper = _upper(CAUSAL_ROWS, q.device) if causal else None
+    upper = causal_mask(CAUSAL_ROWS, CAUSAL_ROWS, q.device) if causal else None
     for c0, c1, s, e in _blocks(pairs, n, n, causal):
         m = e if causal else n
         q_blk, go = q[c0:c1, s:e], grad_out[c0:c1, s:e]
@@ -151,7 +146,7 @@ def wide_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor
                              None if empty is None else empty[c0:c1, s:e], upper, s)
         dlogits = torch.bmm(go, v_t[c0:c1, :, :m])  # dP
         keep = _keep(probs.shape, dropout, seed + c0 * n + s, q)
-        first = m == n and (e == n if causal else s == 0)
+        first = e == n if causal else s == 0  # the block that sees every key first
         _accumulate(dv_t[c0:c1, :, :m], go.transpose(-1, -2), probs if keep is None else probs * keep, first)
         if keep is not None:
             dlogits *= keep
