@@ -21,7 +21,7 @@ from synthesizer.tasks.config import ExperimentConfig
 from .test_compare import FakeRunner
 
 KINDS = PRESETS["hybrid"].kinds
-RECALL = "diag-mqar-zoology-64"  # the recall task of the preset: Zoology's setting, as the recall preset trains it
+RECALL = "diag-mqar"  # the recall task of the preset: the scale study's 25-token setting
 ALTERNATE, FIRST, SECOND, THIRD, LAST = ("random,vanilla", "vanilla,random,random,random", "random,vanilla,random,random",
                                          "random,random,vanilla,random", "random,random,random,vanilla")
 # lm: test perplexity; none 110, vanilla 100 (its gain), random loses most of it, the alternation keeps nearly all,
@@ -101,7 +101,7 @@ def test_the_report_gives_each_pattern_its_layers_share_recall_params_and_speed(
     out, _, _ = study
     md = (out / "report.md").read_text()
     section = md[md.index("## Hybrids: which layers need dot-product attention"):md.index("## The paper's claims")]
-    lm = section[:section.index("### multi-query recall, Zoology's setting (64 tokens)")]
+    lm = section[:section.index("### multi-query associative recall (25 tokens)")]
     rows = {line.split(" | ")[0].strip("| "): line for line in lm.splitlines() if line.startswith("| ")}
     assert "| all 4 | 3 |" in rows["vanilla"] and "| none | 3 |" in rows["random"]
     assert "| 1, 3 (2 of 4) | 3 |" in rows[ALTERNATE] and "| 0 (1 of 4) |" in rows[FIRST]
@@ -111,7 +111,7 @@ def test_the_report_gives_each_pattern_its_layers_share_recall_params_and_speed(
     assert rows[ALTERNATE].endswith("| 0.75× |") and rows["vanilla"].endswith("| 1.00× |")
     assert "| 5300 |" in rows[FIRST] and "| 5000 |" in rows["vanilla"]  # the parameters of each stack
     # recall: the seeds that learned it
-    recall = section[section.index("### multi-query recall, Zoology's setting (64 tokens)"):]
+    recall = section[section.index("### multi-query associative recall (25 tokens)"):]
     assert re.search(rf"^\| {re.escape(FIRST)} \|.*\| 0/3 \|", recall, re.M)
     assert re.search(rf"^\| {re.escape(SECOND)} \|.*\| 3/3 \|", recall, re.M)
     assert f"the best placement is `{SECOND}` by the lowest validation loss of seed 0" in section
@@ -144,7 +144,7 @@ def test_the_standard_plan_lists_sixty_runs_with_folder_safe_kinds(tmp_path):
     assert sum(f"--attention {LAST} " in line for line in lines) == 6
     assert all("--set model.n_layers=4" in line for line in lines)
     assert any(f"{tmp_path}/runs/lm-{RECALL}/{THIRD}/seed2 " in line for line in lines)
-    assert any("train.max_steps=1200" in line for line in lines) and any("train.max_steps=2000" in line for line in lines)
+    assert any("train.max_steps=1200" in line for line in lines) and any("train.max_steps=1600" in line for line in lines)
     assert all("--set model.positions=rope" in line for line in lines)
     # the preset sweeps learning rates, so its later runs follow from the finished ones: not plannable as a whole
     with pytest.raises(ValueError, match="a study with --lrs or --positions chooses"):
