@@ -349,8 +349,15 @@ class SynthesizerAttention(nn.Module):
         if len(features) == 1:  # the kernel weights q itself, so no weighted copy of q is made
             q_weight, q, k = features[0]
             return Scores(q=q, k=k, q_weight=q_weight, terms=tuple(terms))
-        q = torch.cat([q * w.reshape(-1, 1, 1) for w, q, _ in features], dim=-1)
-        return Scores(q=q, k=torch.cat([k for *_, k in features], dim=-1), terms=tuple(terms))
+        # Each component's mixture weight on the cheaper side of its product: keys shared by the batch (an
+        # expanded view, dense's W2) are weighted before they are expanded, so the product and its gradient
+        # touch (H, n, d) instead of (B, H, n, d); else q. q first: its weighted copies are gone by the
+        # time k is concatenated.
+        shared = [k.shape[0] > 1 and k.stride(0) == 0 for *_, k in features]
+        q = torch.cat([q if on_k else q * w.reshape(-1, 1, 1) for (w, q, _), on_k in zip(features, shared)], dim=-1)
+        k = torch.cat([(k[:1] * w.reshape(-1, 1, 1)).expand_as(k) if on_k else k
+                       for (w, _, k), on_k in zip(features, shared)], dim=-1)
+        return Scores(q=q, k=k, terms=tuple(terms))
 
     def _merge(self, heads: Tensor) -> Tensor:
         """(B, H, t, dh) -> (B, t, H*dh): the one copy of every kernel's output."""
@@ -361,3 +368,4 @@ class SynthesizerAttention(nn.Module):
         positions = f", positions={self.positions!r}" if self.positions != "none" else ""
         return (f"kind={self.kind!r}, d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, "
                 f"causal={self.causal}{positions}, path={self.path!r}")
+

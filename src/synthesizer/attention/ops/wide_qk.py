@@ -18,8 +18,10 @@ BLAS takes as they are), so that fewer, larger products skip the keys after a bl
 logits, the masks, one softmax, ``P V``; backward: the probabilities again (a recomputed softmax
 rather than ``exp(S - lse)``: one fused softmax is the cheaper pass on CPU), ``dP = dO V^T``,
 ``dS = P * (dP - delta)`` with ``delta = rowsum(dO * O)`` computed once from the output (two
-in-place passes), ``dq = dS k``, and dv and dk accumulated transposed (``dO^T P`` and ``q^T dS``,
-whose outputs are contiguous rows of length n), and dq likewise (``k^T dS^T``). ``q k^T`` and ``dO v^T``
+in-place passes), ``dq = dS k`` and ``dk += dS^T q`` in q's and k's own layout (the ops after the
+kernel, the features' split and a batch-shared k's sum among them, then read contiguous rows; built
+transposed, they cost those ops more than the products gained), and dv accumulated transposed
+(``dO^T P``, rows of length n, transposed once at the end). ``q k^T`` and ``dO v^T``
 take k and v as transposed views: BLAS reads a transposed operand at no cost, where a transposed copy
 of k cost a few percent of the layer at long lengths (docs/bench/kernels.md, "wide_qk").
 
@@ -133,10 +135,12 @@ def wide_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor
     # delta = rowsum(P * dP) (dropout included) from the output, once: each block's logit gradient
     # is then P * (dP - delta) in two in-place passes (softmax's own backward reduces the block again).
     delta = (grad_out * out).sum(-1, keepdim=True)
-    # Transposed gradients: their products write contiguous rows of length n (BLAS is faster at that than
-    # at rows of d_qk = 129). A group of pairs' first block sees every key (not causal: all its rows;
-    # causal: its last rows) and writes its dk and dv, the later ones add to them: no zero fill.
-    dq_t, dk_t, dv_t = q.new_empty(pairs, d_qk, n), q.new_empty(pairs, d_qk, n), q.new_empty(pairs, v.shape[-1], n)
+    # dq and dk in the layout of q and k (pairs, n, d_qk): the ops after the kernel (the features'
+    # split, the batch sum of a shared k, the heads' merge) then read contiguous rows. dv is built
+    # transposed, where its product writes rows of length n (2-3x faster than rows of d_v on CPU), and
+    # transposed once at the end. A group of pairs' first block sees every key (not causal: all its
+    # rows; causal: its last rows) and writes its dk and dv, the later ones add to them: no zero fill.
+    dq, dk, dv_t = q.new_empty(pairs, n, d_qk), q.new_empty(pairs, n, d_qk), q.new_empty(pairs, v.shape[-1], n)
     k_t, v_t = k.transpose(-1, -2), v.transpose(-1, -2)  # views: BLAS takes a transposed operand at no cost
     upper = causal_mask(CAUSAL_ROWS, CAUSAL_ROWS, q.device) if causal else None
     for c0, c1, s, e in _blocks(pairs, n, n, causal):
@@ -151,9 +155,9 @@ def wide_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor
         if keep is not None:
             dlogits *= keep
         dlogits.sub_(delta[c0:c1, s:e]).mul_(probs)
-        torch.bmm(k_t[c0:c1, :, :m], dlogits.transpose(-1, -2), out=dq_t[c0:c1, :, s:e])
-        _accumulate(dk_t[c0:c1, :, :m], q_blk.transpose(-1, -2), dlogits, first)
-    return dq_t.transpose(-1, -2), dk_t.transpose(-1, -2), dv_t.transpose(-1, -2)
+        torch.bmm(dlogits, k[c0:c1, :m], out=dq[c0:c1, s:e])
+        _accumulate(dk[c0:c1, :m], dlogits.transpose(-1, -2), q_blk, first)
+    return dq, dk, dv_t.transpose(-1, -2).contiguous()
 
 
 def _accumulate(into: Tensor, a: Tensor, b: Tensor, first: bool) -> None:
