@@ -137,7 +137,7 @@ def wide_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, grad_out: Tensor
     delta = (grad_out * out).sum(-1, keepdim=True)
     # dq and dk in the layout of q and k (pairs, n, d_qk): the ops after the kernel (the features'
     # split, the batch sum of a shared k, the heads' merge) then read contiguous rows. dv is built
-    # transposed, where its product writes rows of length n (2-3x faster than rows of d_v on CPU), and
+    # transposed, where its product writes rows of length n (faster on CPU: docs/bench/kernels.md), and
     # transposed once at the end. A group of pairs' first block sees every key (not causal: all its
     # rows; causal: its last rows) and writes its dk and dv, the later ones add to them: no zero fill.
     dq, dk, dv_t = q.new_empty(pairs, n, d_qk), q.new_empty(pairs, n, d_qk), q.new_empty(pairs, v.shape[-1], n)
