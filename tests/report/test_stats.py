@@ -91,6 +91,18 @@ def test_bootstrap_is_deterministic_given_the_seed():
     assert bootstrap_differences("rouge", a, b, n_resamples=50).shape == (50,)
 
 
+def test_kept_draws_are_the_fresh_ones_and_cannot_be_changed(monkeypatch):
+    from synthesizer.report import stats
+
+    kept = stats._resample_counts(50, 200, 3)
+    assert kept is stats._resample_counts(50, 200, 3)  # drawn once
+    assert np.array_equal(kept, stats._draw_counts(50, 200, 3)) and (kept.sum(axis=1) == 50).all()
+    with pytest.raises(ValueError):
+        kept[0, 0] = 1.0
+    monkeypatch.setattr(stats, "_CACHED_COUNTS_MAX", 50 * 200 - 1)  # too large to keep: drawn every time
+    assert stats._resample_counts(50, 200, 3) is not stats._resample_counts(50, 200, 3)
+
+
 def test_bootstrap_averages_seeds_on_shared_resamples():
     rng = np.random.default_rng(4)
     a, b = rng.random((3, 200)) < 0.8, rng.random((3, 200)) < 0.5  # 3 seeds, same 200 examples

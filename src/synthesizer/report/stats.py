@@ -14,6 +14,7 @@ Per-example statistics (the ``per_example`` field of a run record, see :func:`pe
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -155,8 +156,24 @@ def bootstrap_metric(kind: str, values, n_resamples: int = DEFAULT_RESAMPLES, se
 
 
 def _resample_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
-    """How often each of ``n`` examples is drawn in each resample: ``[R, n]`` (sums are then one matmul)."""
-    return np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+    """How often each of ``n`` examples is drawn in each resample: ``[R, n]`` (sums are then one matmul),
+    read-only. A report draws the same few (n, R, seed) hundreds of times (every pair of kinds on a test
+    set), and drawing is most of its time, so the draws of small enough sets are kept."""
+    if n * n_resamples > _CACHED_COUNTS_MAX:
+        return _draw_counts(n, n_resamples, seed)
+    return _cached_counts(n, n_resamples, seed)
+
+
+_CACHED_COUNTS_MAX = 2**23  # elements (64 MiB of float64) per kept draw; at most 8 draws are kept
+
+
+def _draw_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+    counts.setflags(write=False)
+    return counts
+
+
+_cached_counts = functools.lru_cache(maxsize=8)(_draw_counts)
 
 
 def _resampled_metric(kind: str, x: np.ndarray, counts: np.ndarray) -> np.ndarray:
