@@ -368,4 +368,3 @@ class SynthesizerAttention(nn.Module):
         positions = f", positions={self.positions!r}" if self.positions != "none" else ""
         return (f"kind={self.kind!r}, d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, "
                 f"causal={self.causal}{positions}, path={self.path!r}")
-

@@ -257,13 +257,13 @@ PRESETS["baselines"] = Preset(
 # about a quarter of the layers suffices for, while keeping it in the first or last layer only breaks LAMBADA).
 # 4-layer models at the lm preset's width (64) on lm and on multi-query recall as the scale study sets it (25
 # tokens, 1,600 steps: vanilla learned it there at width 64; in the recall preset's Zoology setting no stack
-# learned in the budget, docs/bench/presets.md), each at its standard budget; kinds per layer (models/config.py) with vanilla in
-# alternate layers and in one layer of four at every placement (layers counted from 0: the first, 1, 2, the last);
-# run with --seeds 3. As the baselines study found fair (docs/results/baselines): the dot-product layers with rotary
-# positions (its strongest vanilla on lm, by validation) and every kind at its own learning rate, swept on seed 0
-# around the rates that study chose on lm (1e-2 and above for every kind) and extended past an end the sweep picks
-# (recall, whose config trains at 1e-3, goes below 3e-3 that way).
-# The report (report/hybrid.py) names the best single placement by seed 0's validation loss, the learning-rate
+# learned in the budget, docs/bench/presets.md), each at its standard budget; kinds per layer (models/config.py)
+# with vanilla in alternate layers and in one layer of four at every placement (layers counted from 0: the first,
+# 1, 2, the last); run with --seeds 3. As the baselines study found fair (docs/results/baselines): the
+# dot-product layers with rotary positions (its strongest vanilla on lm, by validation) and every kind at its own
+# learning rate, swept on seed 0 around the rates that study chose on lm (1e-2 and above for every kind) and
+# extended past an end the sweep picks (recall, whose config trains at 1e-3, goes below 3e-3 that way). The
+# report (report/hybrid.py) names the best single placement by seed 0's validation loss, the learning-rate
 # protocol's rule, and shows them all.
 _HYBRID_LAYERS = ("model.n_layers=4", "model.positions=rope")
 _HYBRID_KINDS = ("vanilla", "random", "dense", "random,vanilla", "vanilla,random,random,random",
