@@ -311,7 +311,8 @@ class SynthesizerAttention(nn.Module):
         """What the components give the kernel (see ``ops.Scores``): "logits" (B|1, H, t, start + t)
         for rows start..start+t-1, mixture weights folded in (``keys``: the cached keys of all start + t
         positions, for the component that needs them); "features": q, k (B, H, n, sum d_c) concatenated
-        over the feature components (q weighted; one component's weight is handed over as ``q_weight``)
+        over the feature components (each weighted in q, or in k where its k is shared by the batch; one
+        component's weight is handed over as ``q_weight``)
         and the bias components' terms (weight, B (H, n, n));
         "bias": the terms of every component. ``position_bias`` joins vanilla's logits (as a term with
         vanilla's weight where the kernel takes terms). ``positions`` (B, n): the features of each token at its

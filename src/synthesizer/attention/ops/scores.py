@@ -51,7 +51,8 @@ class Scores:
     * ``logits`` (B|1, H, t, n): materialised logits of rows ``start..start+t-1`` (kernel ``reference``);
     * ``q`` (B, H, t, d_qk), ``k`` (B, H, n, d_qk): features whose product ``q_weight * q k^T`` is
       the per-example part (``q_weight``: the mixture weight of a lone feature component, 1 or H
-      values, else None: weights already in q), and ``terms`` the batch-shared additive part
+      values, else None: each component's weight already in its q, or in its k where that k is shared by
+      the batch), and ``terms`` the batch-shared additive part
       (``fused``, ``fused_bias``, ``blockwise``; no scaling is applied to ``q k^T``);
     * ``terms`` alone: the whole logits of an input-independent layer (``shared``, which takes their
       sum, ``bias()``);
