@@ -1,6 +1,7 @@
 """The learning-rate protocol (compare --lrs) and the baselines study (compare --positions / --preset
 baselines), with a fake runner whose validation loss depends on the rate, the positions and the kind."""
 
+import dataclasses
 import json
 import re
 
@@ -83,7 +84,42 @@ def test_a_best_rate_at_an_end_of_what_a_kind_was_tried_at_asks_for_the_next_rat
                          "random": {"0.001": 4.9, "0.003": 4.6, "0.01": 4.4},    # best at the top
                          "none": {"0.001": 4.6, "0.003": 4.7, "0.01": None},     # best at the bottom
                          "dense": {"0.001": 4.6, "0.003": 4.5, "0.01": None}}}   # a diverged run brackets it
-    assert edge_rates(table, 10 / 3, 3) == {0.033: ["random"], 0.00033: ["none"]}
+    assert edge_rates(table, 10 / 3, 3) == {0.033: {"lm-sotu": ["random"]}, 0.00033: {"lm-sotu": ["none"]}}
+    # per task: random bracketed on recall is not extended there
+    table["recall"] = {"random": {"0.001": 4.9, "0.003": 4.6, "0.01": 4.8}}
+    assert edge_rates(table, 10 / 3, 3)[0.033] == {"lm-sotu": ["random"]}
+
+
+def test_a_kind_is_extended_only_on_the_task_whose_best_rate_is_at_an_end(tmp_path):
+    """The hybrid preset has lm and recall: vanilla's best is inside the grid on lm, at its bottom on recall;
+    the extension past the bottom trains vanilla on recall alone."""
+    from .test_hybrid import RECALL, HybridRunner, config_fn as hybrid_config
+
+    class Runner(HybridRunner):
+        def __call__(self, cfg, out_dir, resume=False, progress=True):
+            result = super().__call__(cfg, out_dir, resume, progress)
+            import math
+            best = 1e-3 if cfg.data["corpus"] == RECALL else 3e-3
+            result["valid_metrics"]["loss"] += abs(math.log10(cfg.train["lr"] / best))
+            (out_dir / "result.json").write_text(json.dumps(result))
+            self.trained.append((cfg.data["corpus"], cfg.train["lr"]))
+            return result
+
+    def keeps_the_rate(name, overrides):
+        config = hybrid_config(name, overrides)
+        rates = [float(o.split("=", 1)[1]) for o in overrides if o.startswith("train.lr=")]
+        return dataclasses.replace(config, train={**config.train, "lr": rates[-1]}) if rates else config
+
+    runner = Runner()
+    runner.trained = []
+    run_comparison("hybrid", "quick", kinds=["vanilla"], baselines=[], seeds=1, lrs=(1e-3, 3e-3, 1e-2),
+                   run_fn=runner, config_fn=keeps_the_rate, load_fn=load_fn, heatmaps=False, log=lambda line: None,
+                   time_fn=lambda results, log: results, out=tmp_path)
+    extended = sorted(t for t in runner.trained if t[1] not in (1e-3, 3e-3, 1e-2))
+    assert extended == [(RECALL, 0.00033)]
+    tuning = json.loads((tmp_path / TUNING_FILE).read_text())
+    assert tuning["chosen"] == {"lm-sotu-subset": {"vanilla": 3e-3}, f"lm-{RECALL}": {"vanilla": 1e-3}}
+    assert tuning["done"]
 
 
 def test_choose_takes_the_lowest_validation_loss_and_skips_what_did_not_finish():

@@ -26,7 +26,7 @@ from ..runs.results import Results, failed
 from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, group_key, read_json, write_json
 from ..runs.lock import FolderLock
 from .carry import carry_runs
-from .plan import lr_override
+from .plan import build_comparison, lr_override
 from .study import Options, Study
 
 
@@ -94,12 +94,14 @@ def read_tuning(out: Path) -> dict | None:
     return read_json(path) if path.is_file() else None
 
 
-def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float, down: float) -> dict[float, list[str]]:
-    """``{rate: kinds}`` to sweep next: a kind whose best rate is the largest it was tried at goes on to that
-    rate times ``up``, one whose best is its smallest to that rate divided by ``down`` (2 significant
-    digits), so that every choice ends up bracketed by a rate on each side (or by a run that diverged)."""
-    wanted: dict[float, list[str]] = {}
-    for kinds in table.values():
+def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float,
+               down: float) -> dict[float, dict[str, list[str]]]:
+    """``{rate: {task group: kinds}}`` to sweep next: a (task group, kind) whose best rate is the largest it was
+    tried at goes on to that rate times ``up``, one whose best is its smallest to that rate divided by ``down``
+    (2 significant digits), so that every choice ends up bracketed by a rate on each side (or by a run that
+    diverged). Per task group: a kind bracketed on one task is not trained again on it for another's sake."""
+    wanted: dict[float, dict[str, list[str]]] = {}
+    for key, kinds in table.items():
         for kind, losses in kinds.items():
             finite = {float(lr): loss for lr, loss in losses.items() if loss is not None}
             if not finite:
@@ -107,27 +109,28 @@ def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float, 
             tried, best = sorted(float(lr) for lr in losses), min(finite, key=finite.get)
             for edge, rate in ((tried[-1], best * up), (tried[0], best / down)):
                 if best == edge:
-                    rate = float(f"{rate:.2g}")
-                    if kind not in wanted.setdefault(rate, []):
-                        wanted[rate].append(kind)
-    return {rate: kinds for rate, kinds in wanted.items() if kinds}
+                    wanted.setdefault(float(f"{rate:.2g}"), {}).setdefault(key, []).append(kind)
+    return wanted
 
 
 MAX_EXTENSIONS = 2  # rates added past either end of the grid for a kind whose best is there, at most
 
 
 def _sweep(study: Study, hooks, compare_fn: Callable, out: Path, lrs: tuple[float, ...]) -> dict[float, Results]:
-    """Seed 0 of every kind at every rate, then, for a kind whose best rate is at an end of what it was
-    tried at, the next rate past that end (at most ``MAX_EXTENSIONS`` times); ``tuning.json`` after each."""
+    """Seed 0 of every kind at every rate, then, for a (task group, kind) whose best rate is at an end of what
+    it was tried at, the next rate past that end (at most ``MAX_EXTENSIONS`` times); ``tuning.json`` after each."""
     quiet = dataclasses.replace(hooks, time_fn=None)
     sweep: dict[float, Results] = {}
+    tasks = {plan.key: plan.name for plan in build_comparison(study, hooks.config_fn, lambda _: None).tasks}
 
-    def train(lr: float, kinds: list[str] | None) -> None:
-        hooks.log(f"learning rate {lr!r}, seed 0{'' if kinds is None else ' of ' + ', '.join(kinds)}: "
-                  f"{lr_folder(out, lr)}")
-        asked = at_lr(study, lr) if kinds is None else dataclasses.replace(at_lr(study, lr), kinds=kinds,
-                                                                           baselines=[])
-        sweep[lr] = compare_fn(asked, quiet)
+    def train(lr: float, by_key: dict[str, list[str]] | None) -> None:
+        """Seed 0 at ``lr``: of every kind on every task, or only of ``{task group: kinds}``, a task at a time."""
+        asked = [(at_lr(study, lr), "")] if by_key is None else [
+            (dataclasses.replace(at_lr(study, lr), kinds=kinds, baselines=[], tasks=(tasks[key],)),
+             f" of {', '.join(kinds)} on {key}") for key, kinds in by_key.items()]
+        for options, which in asked:
+            hooks.log(f"learning rate {lr!r}, seed 0{which}: {lr_folder(out, lr)}")
+            sweep[lr] = compare_fn(options, quiet)  # each call reads back the folder's earlier runs
         table = sweep_table(sweep)
         write_tuning(out, tuple(sorted(sweep)), table, choose(table))
 
@@ -137,8 +140,8 @@ def _sweep(study: Study, hooks, compare_fn: Callable, out: Path, lrs: tuple[floa
         up, down = lrs[-1] / lrs[-2], lrs[1] / lrs[0]  # the grid's own steps
         for _ in range(MAX_EXTENSIONS):
             wanted = edge_rates(sweep_table(sweep), up, down)
-            for lr, kinds in sorted(wanted.items()):
-                train(lr, kinds)
+            for lr, by_key in sorted(wanted.items()):
+                train(lr, by_key)
             if not wanted:
                 break
     table = sweep_table(sweep)
