@@ -101,3 +101,26 @@ def test_a_diverged_run_is_shown_with_its_step():
     assert rows["dense"].status == "diverged at step 3"
     _, cells = table_rows(build_groups(runs)[0])
     assert {c[0]: c for c in cells}["dense"][-1] == "diverged at step 3"
+
+
+def test_kinds_trained_at_their_own_rates_show_them_and_the_setup_keeps_only_what_all_share():
+    from synthesizer.report.document import shared_setup
+
+    def at(kind, seed, value, lr):
+        record = result(kind, seed, value)
+        record["config"] = {"task": "lm", "seed": seed, "model": {"attention": kind, "d_model": 64},
+                            "train": {"lr": lr, "max_steps": 10}, "init_from": f"pretrain/{kind}/seed{seed}"}
+        return record
+
+    runs = [at("vanilla", 0, 40.0, 0.033), at("vanilla", 1, 41.0, 0.033), at("random", 0, 45.0, 0.01)]
+    (group,) = build_groups(runs)
+    header, cells = table_rows(group)
+    assert header[1] == "learning rate"
+    assert [c[1] for c in cells] == ["0.033", "0.01"]
+    shown, differs = shared_setup([r["config"] for r in runs])
+    assert shown == {"task": "lm", "model": {"d_model": 64}, "train": {"max_steps": 10}}
+    assert differs == ["train.lr"]  # the seed, the kind and the pretraining folder are not setup
+    # one rate for every kind: no column, and the rate is part of the shared setup
+    (same,) = build_groups([at("vanilla", 0, 40.0, 0.01), at("random", 0, 45.0, 0.01)])
+    assert "learning rate" not in table_rows(same)[0]
+    assert shared_setup([at("vanilla", 0, 40.0, 0.01)["config"]])[0]["train"]["lr"] == 0.01

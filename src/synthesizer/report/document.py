@@ -104,14 +104,43 @@ def _header(results: Results) -> list[Block]:
     return blocks
 
 
+def shared_setup(configs: list[dict]) -> tuple[dict, list[str]]:
+    """The config every run shares (by section: a field is shown where all runs agree on it), without the
+    seed and the attention kind; and the ``section.field`` names that differ between runs (a learning rate
+    per kind, where each kind trained at its own)."""
+    shown: dict = {}
+    differs: list[str] = []
+    for section in dict.fromkeys(k for c in configs for k in c):
+        if section in ("seed", "init_from"):  # init_from: where each run's pretraining folder was
+            continue
+        values = [c.get(section) for c in configs]
+        if all(isinstance(v, dict) for v in values):
+            fields = {}
+            for name in dict.fromkeys(f for v in values for f in v):
+                if section == "model" and name == "attention":
+                    continue
+                seen = {json.dumps(v.get(name), sort_keys=True) for v in values}
+                if len(seen) == 1:
+                    fields[name] = values[0].get(name)
+                else:
+                    differs.append(f"{section}.{name}")
+            shown[section] = fields
+        elif len({json.dumps(v, sort_keys=True) for v in values}) == 1:
+            shown[section] = values[0]
+        else:
+            differs.append(section)
+    return shown, differs
+
+
 def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder: Path) -> list[Block]:
     blocks: list[Block] = [("h2", f"{label} — `{group.key}`")]
-    config = next((r["config"] for r in runs if r.get("config")), None)
-    if config:
-        shown = {k: v for k, v in config.items() if k not in ("seed",)}
-        shown["model"] = {k: v for k, v in config.get("model", {}).items() if k != "attention"}
+    shown, differs = shared_setup([r["config"] for r in runs if r.get("config")])
+    if shown:
+        named = [f"`{name}`" + (" (the table's learning-rate column)" if name == "train.lr" else "") for name in differs]
+        apart = f" Set per variant: {', '.join(named)}." if differs else ""
         blocks.append(("p", "Setup shared by every variant: "
-                            + "; ".join(f"{k} `{json.dumps(v, sort_keys=True)}`" for k, v in shown.items() if v) + "."))
+                            + "; ".join(f"{k} `{json.dumps(v, sort_keys=True)}`" for k, v in shown.items() if v)
+                            + "." + apart))
     header, rows = table_rows(group)
     blocks.append(("table", header, rows))
     if group.learning is not None:

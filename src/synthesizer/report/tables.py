@@ -80,6 +80,7 @@ class Row:
     tokens_per_s_std: float | None = None
     train_time_s: float | None = None
     steps: int | None = None
+    learning_rates: list[float] = field(default_factory=list)  # the distinct train.lr its runs trained at
     errors: list[str] = field(default_factory=list)
     # relative to vanilla (None when vanilla is not in the group or has no number)
     rel_metric: float | None = None        # (metric - vanilla) / |vanilla|
@@ -221,10 +222,17 @@ def _row(kind: str, runs: list[dict], metric: str, higher: bool, chance: dict) -
                params_total=params.get("total"), params_attention=attention_params(params),
                tokens_per_s=speed, tokens_per_s_std=speed_std, train_time_s=time,
                steps=trained[0].get("steps") if trained else None,
+               learning_rates=sorted({lr for r in runs if (lr := run_learning_rate(r)) is not None}),
                errors=[r["error"] for r in failures],
                ok_seeds=[r.get("seed", 0) for r in ok], metric_values=[r["test_metrics"][metric] for r in ok],
                per_example=[r.get("per_example") for r in ok],
                baselines=next((dict(r["baselines"]) for r in trained if r.get("baselines")), {}))
+
+
+def run_learning_rate(record: dict) -> float | None:
+    """The learning rate a run trained at (its config's ``train.lr``); None where the record keeps no config."""
+    lr = ((record.get("config") or {}).get("train") or {}).get("lr")
+    return float(lr) if isinstance(lr, (int, float)) else None
 
 
 def attention_params(params: dict) -> int | None:
@@ -297,16 +305,19 @@ def status_text(group: Group, row: Row) -> str:
 
 
 def table_rows(group: Group) -> tuple[list[str], list[list[str]]]:
-    """Header and cells of a group's table (the same cells go to markdown, HTML and stdout)."""
+    """Header and cells of a group's table (the same cells go to markdown, HTML and stdout); a learning-rate
+    column where the rows trained at different rates (each kind at its own: ``compare --lrs``)."""
     direction = "higher is better" if group.higher_is_better else "lower is better"
-    header = ["attention", f"test {group.metric} ({direction})", "Δ vs vanilla", "kept share (vs trivial)",
-              "of attention's gain (vs none)", "params", "attention params",
-              f"train {speed_unit(group.task)}/s", "train time", "seeds", "status"]
+    rates = len({lr for r in group.rows for lr in r.learning_rates}) > 1
+    header = ["attention", *(["learning rate"] if rates else []), f"test {group.metric} ({direction})",
+              "Δ vs vanilla", "kept share (vs trivial)", "of attention's gain (vs none)", "params",
+              "attention params", f"train {speed_unit(group.task)}/s", "train time", "seeds", "status"]
     cells = []
     for r in group.rows:
         rel = "" if r.rel_metric is None else f"{r.rel_metric * 100:+.1f}%"
         cells.append([
-            r.kind, fmt_metric(r.metric_mean, r.metric_std, group.metric), rel,
+            r.kind, *([" / ".join(f"{lr:g}" for lr in r.learning_rates)] if rates else []),
+            fmt_metric(r.metric_mean, r.metric_std, group.metric), rel,
             *("" if share is None else share.text() for share in (group.judged(r.kind).kept,
                                                                    group.judged(r.kind).attention_share)),
             fmt_count(r.params_total) + _fmt_ratio(r.rel_params_total),
