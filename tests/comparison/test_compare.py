@@ -138,6 +138,17 @@ def test_finished_runs_are_skipped_and_partial_ones_resumed(tmp_path, monkeypatc
     assert third.calls == []  # everything finished: nothing retrained
 
 
+def test_a_run_read_back_from_its_folder_keeps_the_load_measured_as_it_finished(tmp_path, monkeypatch):
+    monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))
+    run(tmp_path, FakeRunner(), heatmaps=False)
+    loads = {r["attention"]: r["load_average_1min"] for r in Results.load(tmp_path).runs}
+    assert len(loads) == 3 and all(isinstance(v, float) for v in loads.values())
+    again = FakeRunner()
+    run(tmp_path, again, heatmaps=False)  # every folder still there: each run is read back, none trained
+    assert again.calls == []
+    assert {r["attention"]: r.get("load_average_1min") for r in Results.load(tmp_path).runs} == loads
+
+
 def test_a_comparison_resumes_from_its_results_json_alone(tmp_path, monkeypatch):
     # as on another machine: the run folders (checkpoints) are gone, the committed results.json is not
     monkeypatch.setattr("synthesizer.report.summary.build_report", lambda results, folder, analysis=None: (folder, folder))

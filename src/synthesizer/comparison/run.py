@@ -52,6 +52,11 @@ from .timing import add_timings
 from .progress import Warned, summary
 
 
+# what a comparison adds to a run's record as the run finishes (its folder's result.json does not hold it), kept
+# when the record is read back from the folder by a later invocation
+MEASURED_AS_IT_FINISHED = ("load_average_1min",)
+
+
 @dataclass(frozen=True)
 class Hooks:
     """The experiment runner's functions, and where progress lines go. ``run_fn(cfg, out_dir, resume=...,
@@ -274,6 +279,11 @@ class _Session:
             record["provenance"] = read_json(data_record)
         if took and hasattr(os, "getloadavg"):  # how busy the machine was: timings are only as good as this
             record["load_average_1min"] = round(os.getloadavg()[0], 2)
+        elif not failed(record):  # read back from its folder: what was measured as it finished stays
+            earlier = next((r for r in self.results.runs if run_key(r) == run_key(record) and not failed(r)), {})
+            for name in MEASURED_AS_IT_FINISHED:
+                if name in earlier and name not in record:
+                    record[name] = earlier[name]
         speed = window_speed(item.folder / LOG_FILE)
         if speed is not None:
             record["train_tokens_per_s_median"] = speed
