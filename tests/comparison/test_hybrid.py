@@ -152,7 +152,7 @@ def test_the_standard_plan_lists_sixty_runs_with_folder_safe_kinds(tmp_path):
 
 
 def test_the_preset_sweeps_learning_rates_around_the_baselines_studys_choices():
-    assert PRESETS["hybrid"].lrs == (3e-3, 1e-2, 3.3e-2)
+    assert PRESETS["hybrid"].lrs == (9e-4, 3e-3, 1e-2, 3.3e-2)
 
 
 def test_compare_kinds_are_separated_by_spaces_a_comma_joins_layers(tmp_path, monkeypatch, capsys):
