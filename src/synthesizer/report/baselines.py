@@ -23,11 +23,11 @@ import statistics
 from pathlib import Path
 
 from ..errors import InputError
-from . import plots
 from ..runs.results import FILENAME, Results, failed
 from .analysis import analyse
 from .claims import evaluate_claims, verdict_label
 from .groups import build_groups
+from .rates import sweep_blocks
 from .render import Block, write_report
 from .stats import paired_t_interval
 from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, TUNED, TUNING_FILE, group_key, read_json
@@ -105,34 +105,6 @@ def _scheme_blocks(schemes: dict[str, dict | None], strongest: str | None, metri
                   "over paired seeds with its 95% t-interval. The strongest scheme was chosen by seed 0's "
                   "validation loss."),
             ("table", ["positions", "seeds", metric, f"difference from {REFERENCE_SCHEME}"], rows)]
-
-
-def _rate_blocks(tuning: dict, folder: Path) -> list[Block]:
-    """(d): seed 0's validation loss at every rate, and the rate each kind took (a table and a plot)."""
-    if not tuning.get("valid_loss"):
-        return []
-    pictures: list[Block] = []
-    for key, kinds in tuning["valid_loss"].items():
-        plot = plots.plot_rate_sweep(kinds, (tuning.get("chosen") or {}).get(key, {}), key,
-                                     folder.parent / f"rates_{folder.name}.png")
-        if plot is not None:
-            pictures.append(("img", plot.name, f"{key}: validation loss of seed 0 against the learning rate"))
-    lrs = [repr(float(lr)) for lr in tuning.get("lrs", [])]
-    rows = []
-    for key, kinds in tuning["valid_loss"].items():
-        for kind, losses in kinds.items():
-            chosen = (tuning.get("chosen") or {}).get(key, {}).get(kind)
-            done = tuning.get("done", False)  # while the sweep goes on, a choice may still change
-            rows.append([kind, *[(("not tried" if done else "not run yet") if lr not in losses
-                                  else "—" if losses[lr] is None else f"{losses[lr]:.4f}") for lr in lrs],
-                         ("the preset's (none finished)" if chosen is None else repr(chosen))
-                         + ("" if done else " (so far)")])
-    return [("h3", "(d) Learning rates"),
-            ("p", "Validation loss of seed 0 at each rate of the sweep (— where the run diverged or failed), "
-                  "and the rate each kind then trained every seed at (the lowest validation loss). A kind whose "
-                  "best rate was an end of the grid was also tried past it, until its best had a rate on each "
-                  "side (or a run that diverged)."),
-            ("table", ["kind", *lrs, "chosen"], rows), *pictures]
 
 
 def _labels(verdicts: list) -> dict[int, str]:
@@ -228,7 +200,8 @@ def _task_blocks(folder: Path, before: list[Results]) -> list[Block]:
     except ValueError:
         best = None
     blocks += _scheme_blocks(schemes, best, metric, better)
-    blocks += _rate_blocks(tuning, folder)
+    blocks += sweep_blocks(tuning, ("h3", "(d) Learning rates"),  # one task per folder: one plot
+                           lambda key: folder.parent / f"rates_{folder.name}.png")
     if tuned is not None:
         blocks += _tuned_blocks(tuned, metric, better, before, f"{folder.name}/{TUNED}/report.md")
         blocks += _matched_blocks(folder, tuned, study.get("matched_d_ff") or {}, metric)
