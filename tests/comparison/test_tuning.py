@@ -147,6 +147,12 @@ def test_a_sweep_picks_each_kinds_rate_on_seed_0_then_trains_the_other_seeds_at_
         assert record["config"]["train"]["lr"] == BEST[record["attention"]]
     carried = [r for r in tuned.runs if r["seed"] == 0]
     assert all(r["run_dir"].startswith("../lr-") for r in carried)
+    # the sweep travels in the tuned comparison's results.json, and its report shows it, with every row's rate
+    assert tuned.tuning == tuning and "cpu" in tuned.machine  # first written by the carry, then trained here
+    md = (tmp_path / "tuned" / "report.md").read_text()
+    assert "## Learning rates: the sweep on seed 0" in md and "| kind | 0.00033 | 0.001 | 0.003 | 0.01 | 0.033 | chosen |" in md
+    assert "](rates_lm-sotu.png)" in md and (tmp_path / "tuned" / "rates_lm-sotu.png").is_file()
+    assert re.search(r"^\| random \| 0\.01 \| ", md, re.M)  # the table's learning-rate column
     assert any("learning rates chosen by validation loss: vanilla 0.003, random 0.01, none 0.001" in line
                for line in lines)
     # running it again trains nothing

@@ -24,7 +24,7 @@ from typing import Callable
 
 from ..runs.results import Results, failed
 from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, group_key, read_json, write_json
-from ..runs.lock import FolderLock
+from ..runs.lock import FolderLock, comparison_lock
 from .carry import carry_runs
 from .plan import build_comparison, lr_override
 from .study import Options, Study
@@ -165,4 +165,16 @@ def compare_lrs(study: Study, hooks, compare_fn: Callable) -> Results:
             hooks.log(f"{key}: learning rates chosen by validation loss: {listed}")
         tuned = tuned_options(study, chosen)
         carry_runs(tuned, hooks, [lr_folder(out, lr) for lr in sorted(sweep)])  # each kind's first seed at its rate
+        _keep_tuning(Path(tuned.out), read_tuning(out) or {})
         return compare_fn(tuned, hooks)
+
+
+def _keep_tuning(out: Path, tuning: dict) -> None:
+    """The sweep into the tuned comparison's results.json, so that its report shows it wherever the folder
+    is rendered (tuning.json stays beside the sweep's folders, which a committed report leaves out)."""
+    out.mkdir(parents=True, exist_ok=True)
+    with comparison_lock(out):
+        results = Results.load_or_empty(out)
+        if results.tuning != tuning:
+            results.set_tuning(tuning)
+            results.save(out)

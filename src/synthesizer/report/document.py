@@ -14,6 +14,7 @@ from .claims import (MIN_SEEDS, NO_ATTENTION_USE, NONE_KIND, SPEED_TOLERANCE, US
 from .render import Block, write_report
 from ..runs.results import Results, data_fingerprint, describe_code
 from .hybrid import hybrid_blocks
+from .rates import sweep_blocks
 from .tables import Group, group_key, group_label, table_rows
 
 def slug(text: str) -> str:
@@ -254,6 +255,8 @@ def build_report(results: Results, folder: str | Path, analysis: Analysis | None
     for group in groups:
         blocks += _group_blocks(group, results.runs_of(group.key), results.attention.get(group.key, {}),
                                 group_label(group, results.labels), folder)
+    blocks += sweep_blocks(results.tuning, ("h2", "Learning rates: the sweep on seed 0"),  # [] without a sweep
+                           lambda key: folder / f"rates_{slug(key)}.png")
     blocks += hybrid_blocks(groups, results.runs, results.labels)  # [] without a kind per layer
     blocks += _claim_blocks(analysis.verdicts, analysis.notes)
     blocks += [("h2", "Raw data"),

@@ -13,7 +13,8 @@ Layout (``FORMAT = 1``)::
      "pretraining": [<run record of a pretrained preset's pretraining run>, ...],
      "left_out": {"wmt14-ende-base": "why this size leaves the task out"},
      "attention": {"lm-sotu": {"random": [<attention_maps() layer dicts>]}},
-     "timings": {"lm-sotu": <comparison/timing.py's record: the kinds timed one at a time>}}
+     "timings": {"lm-sotu": <comparison/timing.py's record: the kinds timed one at a time>},
+     "tuning": <comparison/tuning.py's tuning.json: the sweep's losses and choices (a tuned comparison)>}
 
 A run's answer is one of three types (:func:`outcome` tells them apart): a :class:`RunRecord`,
 run_experiment's result dict (with ``test_metrics``) and its ``run_dir``; a :class:`Failure`,
@@ -325,6 +326,12 @@ class Results:
         return self._data.get("timings")
 
     @property
+    def tuning(self) -> dict:
+        """The learning-rate sweep whose choices these runs trained at (comparison/tuning.py's tuning.json:
+        every kind's validation loss at every rate, and the rate it took); {} for a comparison without one."""
+        return self._data.get("tuning") or {}
+
+    @property
     def machine(self) -> dict:
         return self._data.get("machine", {})
 
@@ -452,6 +459,10 @@ class Results:
     def set_timing(self, key: str, timing: dict) -> None:
         """The one-at-a-time timing of the kinds of group ``key`` (comparison/timing.py)."""
         self._data.setdefault("timings", {})[key] = timing
+
+    def set_tuning(self, tuning: dict) -> None:
+        """The learning-rate sweep these runs' rates were chosen by (:attr:`tuning`)."""
+        self._data["tuning"] = tuning
 
     def start_timings(self) -> None:
         """Record that the kinds were timed, whether or not a group had kinds to time (an empty ``timings``)."""

@@ -105,7 +105,8 @@ TOP = {"presets": list_of(STR), "size": optional(STR), "commands": list_of(STR),
                                                            code=optional(OBJECT))),
        "labels": map_of(STR), "left_out": map_of(STR), "attention": map_of(map_of(list_of(LAYER_MAP))),
        "timings": map_of(TIMING), "lead": list_of(LEAD_ITEM), "rendered_by": optional(OBJECT),
-       "other_machines": list_of(OBJECT), "runs": list_of(OBJECT), "pretraining": list_of(OBJECT)}
+       "other_machines": list_of(OBJECT), "runs": list_of(OBJECT), "pretraining": list_of(OBJECT),
+       "tuning": OBJECT}
 
 # a run record's fields beyond those results.check_record names (tasks/result.py writes them)
 RECORD = {"config": OBJECT, "valid_metrics": NUMBERS, "baselines": NUMBERS, "curve": list_of(NUMBERS),
