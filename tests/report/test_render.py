@@ -60,3 +60,14 @@ def test_input_dependent_maps_use_the_sample_input():
     assert torch.allclose(rows, torch.ones_like(rows), atol=5e-3)
     linformer = Classifier(ModelConfig(vocab_size=50, d_model=16, n_heads=2, n_layers=1, max_len=8, attention="linformer"))
     assert attention_maps(linformer, [3, 4, 5]) == []  # no Synthesizer layer: no maps
+
+
+def test_the_results_index_judges_the_presets_not_the_diagnostics_or_the_hybrid_study(tmp_path):
+    from synthesizer.report.index import judged_folders
+    from synthesizer.runs.results import Results
+
+    for name, size in (("lm", "standard"), ("diagnostics", "standard"), ("hybrid", "standard"), ("lm-quick", "quick")):
+        results = Results.empty()
+        results.set_size(size)
+        results.save(tmp_path / name)
+    assert [f.name for f in judged_folders(tmp_path)] == ["lm"]

@@ -17,7 +17,10 @@ from .claims import CLAIMS, verdict_label
 BEGIN = "<!-- verdicts: generated from each folder's results.json by `synthesizer compare --index`; do not edit -->"
 END = "<!-- end of the generated verdicts -->"
 JUDGED_SIZE = "standard"
-NOT_JUDGED = ("diagnostics",)  # built to probe content-based lookup, which no claim is about
+# diagnostics: built to probe content-based lookup, which no claim is about; hybrid: 4-layer stacks with a kind
+# per layer and rotary positions, each at its own learning rate, asking which layers need dot-product attention
+# (its report reads the 2025 finding; the presets' verdicts are the table's)
+NOT_JUDGED = ("diagnostics", "hybrid")
 ORDER = ("lm", "mt", "summarization", "dialogue", "classification", "listops", "glue")
 
 
