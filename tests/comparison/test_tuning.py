@@ -120,6 +120,9 @@ def test_a_kind_is_extended_only_on_the_task_whose_best_rate_is_at_an_end(tmp_pa
     tuning = json.loads((tmp_path / TUNING_FILE).read_text())
     assert tuning["chosen"] == {"lm-sotu-subset": {"vanilla": 3e-3}, f"lm-{RECALL}": {"vanilla": 1e-3}}
     assert tuning["done"]
+    md = (tmp_path / "tuned" / "report.md").read_text()  # two tasks in one sweep: each row names its task
+    assert "| task | kind | 0.00033 | 0.001 | 0.003 | 0.01 | chosen |" in md
+    assert f"| lm-{RECALL} | vanilla | 0.4865 | 0.0050 | 0.4821 | 1.0050 | 0.001 |" in md  # 0.005 + |log10(lr / 1e-3)|
 
 
 def test_choose_takes_the_lowest_validation_loss_and_skips_what_did_not_finish():

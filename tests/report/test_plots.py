@@ -95,3 +95,14 @@ def test_heatmaps_of_real_models_name_each_stack_and_layer():
         assert any(ax.get_ylabel() == "query position" for ax in panels)
         assert sum("attention weight" in ax.get_ylabel() for ax in fig.axes) == 1  # the colour bar
         plots.plt.close(fig)
+
+
+def test_every_kind_of_the_presets_has_a_colour_of_its_own_and_a_stack_s_layer_order_counts():
+    from synthesizer.attention.names import HYBRID_STACKS, PAPER_KINDS
+    from synthesizer.report.plots import kind_color
+
+    kinds = [*PAPER_KINDS, "linformer", "dynamicconv", "lightconv", "none", *HYBRID_STACKS]
+    assert len({kind_color(k) for k in kinds}) == len(kinds)
+    # a user's own stacks: the same layers in another order are another colour (the sum of the letters was not)
+    assert kind_color("dense,vanilla,dense") != kind_color("vanilla,dense,dense")
+    assert kind_color("dense,vanilla,dense") == kind_color("dense,vanilla,dense")

@@ -20,6 +20,10 @@ BUILTIN_ALIASES = {"random": "R", "fixed_random": "Rfix", "factorized_random": "
 PAPER_PURE = ("vanilla", "fixed_random", "random", "factorized_random", "dense", "factorized_dense")
 PAPER_MIXTURES = ("random+dense", "dense+vanilla", "random+vanilla")
 PAPER_KINDS = PAPER_PURE + PAPER_MIXTURES
+# the stacks with a kind per layer that the hybrid study trains (comparison/presets.py), named here so that the
+# plots of every report give each one a colour of its own
+HYBRID_STACKS = ("random,vanilla", "vanilla,random,random,random", "random,vanilla,random,random",
+                 "random,random,vanilla,random", "random,random,random,vanilla")
 
 # Between the components of a mixture ("random+vanilla"; kinds.py parses it) and between the layers' kinds
 # of a model with a kind per layer ("random,vanilla"; models/config.py parses it).

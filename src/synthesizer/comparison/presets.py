@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..attention.names import PAPER_KINDS
+from ..attention.names import HYBRID_STACKS, PAPER_KINDS
 from ..errors import InputError, positive_int
 
 # A comparison trains the paper's rows by default (attention/kinds.py), in its order.
@@ -267,9 +267,7 @@ PRESETS["baselines"] = Preset(
 # report (report/hybrid.py) names the best single placement by seed 0's validation loss, the learning-rate
 # protocol's rule, and shows them all.
 _HYBRID_LAYERS = ("model.n_layers=4", "model.positions=rope")
-_HYBRID_KINDS = ("vanilla", "random", "dense", "random,vanilla", "vanilla,random,random,random",
-                 "random,vanilla,random,random", "random,random,vanilla,random", "random,random,random,vanilla",
-                 "random+vanilla")
+_HYBRID_KINDS = ("vanilla", "random", "dense", *HYBRID_STACKS, "random+vanilla")
 PRESETS["hybrid"] = Preset(
     "hybrid", "which layers need dot-product attention: 4-layer models with vanilla in every layer, in alternate "
     "layers, in one layer of four, or in none (random, dense), on language modelling and multi-query recall",

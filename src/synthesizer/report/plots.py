@@ -7,6 +7,7 @@ Nothing here trains or loads a model.
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import matplotlib
@@ -17,7 +18,7 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import PowerNorm  # noqa: E402
 from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
 
-from ..attention.names import PAPER_KINDS as DEFAULT_KINDS  # noqa: E402
+from ..attention.names import HYBRID_STACKS, PAPER_KINDS as DEFAULT_KINDS  # noqa: E402
 from .layer_place import layer_place  # noqa: E402
 from .tables import Group, speed_unit  # noqa: E402
 
@@ -26,10 +27,13 @@ _EXTRA = ("linformer", "dynamicconv", "lightconv", "none")
 
 
 def kind_color(kind: str):
-    """The same colour for a kind in every plot of every report."""
-    known = list(DEFAULT_KINDS) + list(_EXTRA)
-    index = known.index(kind) if kind in known else len(known) + sum(map(ord, kind))
-    return plt.get_cmap("tab20")(index % 20)
+    """The same colour for a kind in every plot of every report: the paper's kinds, the baselines and the hybrid
+    study's stacks each their own; any other kind one of a second palette, by a hash of its name (in which the
+    order of a stack's layers counts)."""
+    known = [*DEFAULT_KINDS, *_EXTRA, *HYBRID_STACKS]
+    if kind in known:
+        return plt.get_cmap("tab20")(known.index(kind) % 20)
+    return plt.get_cmap("tab20b")(zlib.crc32(kind.encode("utf-8")) % 20)
 
 
 def _save(fig, path: Path) -> Path:
@@ -326,8 +330,12 @@ def plot_rate_sweep(valid_loss: dict[str, dict[str, float | None]], chosen: dict
         plt.close(fig)
         return None
     ax.set_xscale("log")
+    finite = [loss for losses in valid_loss.values() for loss in losses.values() if loss is not None]
+    if min(finite) > 0 and max(finite) / min(finite) > 100:  # a task some runs learned and others did not
+        ax.set_yscale("log")
     ax.set_xlabel("learning rate")
     ax.set_ylabel("validation loss (seed 0)")
     ax.set_title(title)
-    ax.legend(fontsize="small", title="ringed: the rate chosen", title_fontsize="small")
+    ax.legend(fontsize="small", title="ringed: the rate chosen", title_fontsize="small", loc="upper left",
+              bbox_to_anchor=(1.02, 1.0))  # beside the axes: with many kinds it would hide the points
     return _save(fig, path)

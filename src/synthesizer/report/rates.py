@@ -21,13 +21,15 @@ def sweep_blocks(tuning: dict, heading: Block, plot_path: Callable[[str], Path])
         if plot is not None:
             pictures.append(("img", plot.name, f"{key}: validation loss of seed 0 against the learning rate"))
     lrs = [repr(float(lr)) for lr in tuning.get("lrs", [])]
+    several = len(tuning["valid_loss"]) > 1  # then each row names its task group
     rows = []
     for key, kinds in tuning["valid_loss"].items():
         for kind, losses in kinds.items():
             chosen = (tuning.get("chosen") or {}).get(key, {}).get(kind)
             done = tuning.get("done", False)  # while the sweep goes on, a choice may still change
-            rows.append([kind, *[(("not tried" if done else "not run yet") if lr not in losses
-                                  else "—" if losses[lr] is None else f"{losses[lr]:.4f}") for lr in lrs],
+            rows.append([*([key] if several else []), kind,
+                         *[(("not tried" if done else "not run yet") if lr not in losses
+                            else "—" if losses[lr] is None else f"{losses[lr]:.4f}") for lr in lrs],
                          ("the preset's (none finished)" if chosen is None else repr(chosen))
                          + ("" if done else " (so far)")])
     return [heading,
@@ -35,4 +37,4 @@ def sweep_blocks(tuning: dict, heading: Block, plot_path: Callable[[str], Path])
                   "and the rate each kind then trained every seed at (the lowest validation loss). A kind whose "
                   "best rate was an end of the grid was also tried past it, until its best had a rate on each "
                   "side (or a run that diverged)."),
-            ("table", ["kind", *lrs, "chosen"], rows), *pictures]
+            ("table", [*(["task"] if several else []), "kind", *lrs, "chosen"], rows), *pictures]
