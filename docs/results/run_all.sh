@@ -73,3 +73,9 @@ for name in lm mt summarization dialogue classification listops diagnostics glue
   synthesizer compare time docs/results/$name
 done
 synthesizer compare index docs/results
+# The hybrid study (which layers need dot-product attention): the learning-rate sweep on seed 0, then seeds 1
+# and 2 at each stack's rate; the tuned comparison's report rendered here, the sweep's results beside it
+synthesizer compare run --preset hybrid --size standard --seeds 3 --jobs 2 --threads 1 --out $out/hybrid
+synthesizer compare render $out/hybrid/tuned --out docs/results/hybrid
+mkdir -p docs/results/hybrid/sweep && cp $out/hybrid/tuning.json docs/results/hybrid/sweep/
+for d in $out/hybrid/lr-*; do mkdir -p docs/results/hybrid/sweep/${d##*/} && cp $d/results.json docs/results/hybrid/sweep/${d##*/}/; done
