@@ -96,9 +96,13 @@ def test_a_kind_is_extended_only_on_the_task_whose_best_rate_is_at_an_end(tmp_pa
     from .test_hybrid import RECALL, HybridRunner, config_fn as hybrid_config
 
     class Runner(HybridRunner):
+        def __init__(self):
+            super().__init__()
+            self.trained = []
+
         def __call__(self, cfg, out_dir, resume=False, progress=True):
-            result = super().__call__(cfg, out_dir, resume, progress)
             import math
+            result = super().__call__(cfg, out_dir, resume, progress)
             best = 1e-3 if cfg.data["corpus"] == RECALL else 3e-3
             result["valid_metrics"]["loss"] += abs(math.log10(cfg.train["lr"] / best))
             (out_dir / "result.json").write_text(json.dumps(result))
@@ -111,7 +115,6 @@ def test_a_kind_is_extended_only_on_the_task_whose_best_rate_is_at_an_end(tmp_pa
         return dataclasses.replace(config, train={**config.train, "lr": rates[-1]}) if rates else config
 
     runner = Runner()
-    runner.trained = []
     run_comparison("hybrid", "quick", kinds=["vanilla"], baselines=[], seeds=1, lrs=(1e-3, 3e-3, 1e-2),
                    run_fn=runner, config_fn=keeps_the_rate, load_fn=load_fn, heatmaps=False, log=lambda line: None,
                    time_fn=lambda results, log: results, out=tmp_path)

@@ -147,9 +147,10 @@ class _Session:
     def open(cls, comparison: Comparison, options: Options, hooks: Hooks) -> "_Session":
         """The folder's results.json (or a new one) with this invocation's preset, size and command."""
         out = comparison.out
-        results = Results.load_or_empty(out, machine_info())
+        machine = machine_info()
+        results = Results.load_or_empty(out, machine)
         if "cpu" not in results.machine:  # a folder a study first wrote by carrying runs into it: it trains here
-            results.set_machine(**machine_info())
+            results.set_machine(**machine)
         results.add_preset(comparison.preset)
         lead = get_preset(comparison.preset).lead
         if lead:  # the report opens with these maps (report/lead.py): it reads them here, not from the presets

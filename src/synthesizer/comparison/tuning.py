@@ -79,13 +79,14 @@ def tuned_options(study: Study, chosen: dict[str, dict[str, float | None]]) -> O
     return dataclasses.replace(study.options, lrs=(), out=study.out / TUNED, lr_by_run=by_run)
 
 
-def write_tuning(out: Path, lrs: tuple[float, ...], table: dict, chosen: dict, done: bool = False) -> Path:
+def write_tuning(out: Path, lrs: tuple[float, ...], table: dict, chosen: dict, done: bool = False) -> dict:
     """``OUT/tuning.json``: the rates swept, the first seed's validation loss at each, the choices, and
-    whether the sweep is complete (``done``: every choice bracketed, or the extensions spent)."""
-    path = out / TUNING_FILE
-    write_json(path, {"lrs": list(lrs), "rule": "lowest validation loss of seed 0", "valid_loss": table,
-                      "chosen": chosen, "done": done})
-    return path
+    whether the sweep is complete (``done``: every choice bracketed, or the extensions spent). Returns what
+    it wrote."""
+    tuning = {"lrs": list(lrs), "rule": "lowest validation loss of seed 0", "valid_loss": table, "chosen": chosen,
+              "done": done}
+    write_json(out / TUNING_FILE, tuning)
+    return tuning
 
 
 def read_tuning(out: Path) -> dict | None:
@@ -116,9 +117,10 @@ def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float,
 MAX_EXTENSIONS = 2  # rates added past either end of the grid for a kind whose best is there, at most
 
 
-def _sweep(study: Study, hooks, compare_fn: Callable, out: Path, lrs: tuple[float, ...]) -> dict[float, Results]:
+def _sweep(study: Study, hooks, compare_fn: Callable, out: Path, lrs: tuple[float, ...]) -> dict:
     """Seed 0 of every kind at every rate, then, for a (task group, kind) whose best rate is at an end of what
-    it was tried at, the next rate past that end (at most ``MAX_EXTENSIONS`` times); ``tuning.json`` after each."""
+    it was tried at, the next rate past that end (at most ``MAX_EXTENSIONS`` times); ``tuning.json`` after each.
+    Returns the last, complete tuning.json's content."""
     quiet = dataclasses.replace(hooks, time_fn=None)
     sweep: dict[float, Results] = {}
     tasks = {plan.key: plan.name for plan in build_comparison(study, hooks.config_fn, lambda _: None).tasks}
@@ -145,8 +147,7 @@ def _sweep(study: Study, hooks, compare_fn: Callable, out: Path, lrs: tuple[floa
             if not wanted:
                 break
     table = sweep_table(sweep)
-    write_tuning(out, tuple(sorted(sweep)), table, choose(table), done=True)
-    return sweep
+    return write_tuning(out, tuple(sorted(sweep)), table, choose(table), done=True)
 
 
 def compare_lrs(study: Study, hooks, compare_fn: Callable) -> Results:
@@ -157,15 +158,15 @@ def compare_lrs(study: Study, hooks, compare_fn: Callable) -> Results:
     out = study.out
     out.mkdir(parents=True, exist_ok=True)
     with FolderLock(out, "learning-rate study folder"):
-        sweep = _sweep(study, hooks, compare_fn, out, lrs)
-        chosen = choose(sweep_table(sweep))
+        tuning = _sweep(study, hooks, compare_fn, out, lrs)
+        chosen = tuning["chosen"]
         for key, kinds in chosen.items():
             listed = ", ".join(f"{kind} {lr!r}" if lr is not None else f"{kind} (no rate finished: the preset's)"
                                for kind, lr in kinds.items())
             hooks.log(f"{key}: learning rates chosen by validation loss: {listed}")
         tuned = tuned_options(study, chosen)
-        carry_runs(tuned, hooks, [lr_folder(out, lr) for lr in sorted(sweep)])  # each kind's first seed at its rate
-        _keep_tuning(Path(tuned.out), read_tuning(out) or {})
+        carry_runs(tuned, hooks, [lr_folder(out, lr) for lr in tuning["lrs"]])  # each kind's first seed at its rate
+        _keep_tuning(Path(tuned.out), tuning)
         return compare_fn(tuned, hooks)
 
 

@@ -24,15 +24,15 @@ from .tables import Group, speed_unit  # noqa: E402
 
 DPI = 80
 _EXTRA = ("linformer", "dynamicconv", "lightconv", "none")
+_KNOWN = (*DEFAULT_KINDS, *_EXTRA, *HYBRID_STACKS)  # each its own colour of tab20 while they are 20 or fewer
 
 
 def kind_color(kind: str):
     """The same colour for a kind in every plot of every report: the paper's kinds, the baselines and the hybrid
     study's stacks each their own; any other kind one of a second palette, by a hash of its name (in which the
     order of a stack's layers counts)."""
-    known = [*DEFAULT_KINDS, *_EXTRA, *HYBRID_STACKS]
-    if kind in known:
-        return plt.get_cmap("tab20")(known.index(kind) % 20)
+    if kind in _KNOWN:
+        return plt.get_cmap("tab20")(_KNOWN.index(kind) % 20)
     return plt.get_cmap("tab20b")(zlib.crc32(kind.encode("utf-8")) % 20)
 
 

@@ -15,9 +15,11 @@ def sweep_blocks(tuning: dict, heading: Block, plot_path: Callable[[str], Path])
     ``plot_path(key)``, beside the report); [] where ``tuning`` (tuning.json's content) has no losses."""
     if not tuning.get("valid_loss"):
         return []
+    chosen_by_key = tuning.get("chosen") or {}
+    done = tuning.get("done", False)  # while the sweep goes on, a choice may still change
     pictures: list[Block] = []
     for key, kinds in tuning["valid_loss"].items():
-        plot = plots.plot_rate_sweep(kinds, (tuning.get("chosen") or {}).get(key, {}), key, plot_path(key))
+        plot = plots.plot_rate_sweep(kinds, chosen_by_key.get(key, {}), key, plot_path(key))
         if plot is not None:
             pictures.append(("img", plot.name, f"{key}: validation loss of seed 0 against the learning rate"))
     lrs = [repr(float(lr)) for lr in tuning.get("lrs", [])]
@@ -25,8 +27,7 @@ def sweep_blocks(tuning: dict, heading: Block, plot_path: Callable[[str], Path])
     rows = []
     for key, kinds in tuning["valid_loss"].items():
         for kind, losses in kinds.items():
-            chosen = (tuning.get("chosen") or {}).get(key, {}).get(kind)
-            done = tuning.get("done", False)  # while the sweep goes on, a choice may still change
+            chosen = chosen_by_key.get(key, {}).get(kind)
             rows.append([*([key] if several else []), kind,
                          *[(("not tried" if done else "not run yet") if lr not in losses
                             else "—" if losses[lr] is None else f"{losses[lr]:.4f}") for lr in lrs],

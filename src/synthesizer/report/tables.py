@@ -308,15 +308,15 @@ def table_rows(group: Group) -> tuple[list[str], list[list[str]]]:
     """Header and cells of a group's table (the same cells go to markdown, HTML and stdout); a learning-rate
     column where the rows trained at different rates (each kind at its own: ``compare --lrs``)."""
     direction = "higher is better" if group.higher_is_better else "lower is better"
-    rates = len({lr for r in group.rows for lr in r.learning_rates}) > 1
-    header = ["attention", *(["learning rate"] if rates else []), f"test {group.metric} ({direction})",
+    own_rates = len({lr for r in group.rows for lr in r.learning_rates}) > 1
+    header = ["attention", *(["learning rate"] if own_rates else []), f"test {group.metric} ({direction})",
               "Δ vs vanilla", "kept share (vs trivial)", "of attention's gain (vs none)", "params",
               "attention params", f"train {speed_unit(group.task)}/s", "train time", "seeds", "status"]
     cells = []
     for r in group.rows:
         rel = "" if r.rel_metric is None else f"{r.rel_metric * 100:+.1f}%"
         cells.append([
-            r.kind, *([" / ".join(f"{lr:g}" for lr in r.learning_rates)] if rates else []),
+            r.kind, *([" / ".join(f"{lr:g}" for lr in r.learning_rates)] if own_rates else []),
             fmt_metric(r.metric_mean, r.metric_std, group.metric), rel,
             *("" if share is None else share.text() for share in (group.judged(r.kind).kept,
                                                                    group.judged(r.kind).attention_share)),
