@@ -200,9 +200,10 @@ def test_fast_path_matches_reference_without_padding(kind, impl):
         assert_grads_close(grads_f, grads_r, f"{kind} via {impl}")
 
 
-@pytest.mark.parametrize("kind", ["dense", "dense+vanilla", "random+dense", "random+factorized_random"])
+@pytest.mark.parametrize("kind", ["dense", "dense+vanilla", "random+vanilla", "random+dense", "random+factorized_random"])
 def test_fast_path_options_match_reference(kind):
-    """dense_per_head and mix_per_head on the fast path."""
+    """dense_per_head and mix_per_head on the fast path (vanilla folds its weights per head into its
+    query projection: in a mixture of features, and as the lone feature beside a bias term)."""
     fast, ref = pair(kind, "auto", True, dense_per_head=True, mix_per_head=True)
     x, grad_out, pad = torch.randn(B, 6, D), torch.randn(B, 6, D), padding(6)
     out_f, grads_f = run(fast, x, pad, grad_out)

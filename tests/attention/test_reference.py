@@ -204,3 +204,29 @@ def test_bfloat16_close_to_float32(kind, impl):
     assert got.dtype == torch.bfloat16
     assert torch.isfinite(got).all()
     assert rel_err(got.float(), want) <= 5e-2
+
+
+@pytest.mark.parametrize("weight", [torch.tensor([0.3]), torch.tensor([0.5, -1.5, 2.0, 0.25])], ids=["one", "per-head"])
+@pytest.mark.parametrize("rotary", [False, True])
+def test_vanilla_folds_a_mixture_weight_into_its_queries(weight, rotary):
+    """features(x, weight=w) gives w * q per head, from the projection's weight (no pass over q), the
+    keys unchanged; with rotary positions, at per-token positions too (forward and gradients)."""
+    from synthesizer.attention.vanilla import VanillaLogits
+
+    torch.manual_seed(0)
+    module = VanillaLogits(16, 4, rotary=rotary)
+    x = torch.randn(2, 5, 16)
+    w = weight.clone().requires_grad_(True)
+    q, k = module.features(x)
+    qw, kw = module.features(x, weight=w)
+    expected = q * w.reshape(-1, 1, 1)
+    torch.testing.assert_close(qw, expected)
+    torch.testing.assert_close(kw, k)
+    grad = torch.randn_like(qw)
+    got = torch.autograd.grad(qw, (w, module.query.weight), grad)
+    want = torch.autograd.grad(expected, (w, module.query.weight), grad)
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e)
+    positions = torch.tensor([[0, 1, 2, 0, 1], [3, 4, 5, 6, 7]])
+    torch.testing.assert_close(module.features_at(x, positions, weight=w)[0],
+                               module.features_at(x, positions)[0] * w.reshape(-1, 1, 1))

@@ -311,8 +311,8 @@ class SynthesizerAttention(nn.Module):
         """What the components give the kernel (see ``ops.Scores``): "logits" (B|1, H, t, start + t)
         for rows start..start+t-1, mixture weights folded in (``keys``: the cached keys of all start + t
         positions, for the component that needs them); "features": q, k (B, H, n, sum d_c) concatenated
-        over the feature components (each weighted in q, or in k where its k is shared by the batch; one
-        component's weight is handed over as ``q_weight``)
+        over the feature components (each weighted in q, by the component itself where it ``folds_weight``,
+        or in k where its k is shared by the batch; one component's weight is handed over as ``q_weight``)
         and the bias components' terms (weight, B (H, n, n));
         "bias": the terms of every component. ``position_bias`` joins vanilla's logits (as a term with
         vanilla's weight where the kernel takes terms). ``positions`` (B, n): the features of each token at its
@@ -342,7 +342,11 @@ class SynthesizerAttention(nn.Module):
             if needs == "bias" or registry.spec(name).form == BIAS:
                 terms.append((weight, module.bias(n)))
             else:
-                features.append((weight, *(module.features(x) if positions is None else module.features_at(x, positions))))
+                # a component that folds its weight into q (vanilla: into its projection) gets it there
+                folds = weight is not None and getattr(module, "folds_weight", False)
+                given = {"weight": weight} if folds else {}
+                q, k = module.features(x, **given) if positions is None else module.features_at(x, positions, **given)
+                features.append((None if folds else weight, q, k))
             if position_bias is not None and name == "vanilla":
                 terms.append((weight, position_bias))
         if needs == "bias":
@@ -354,8 +358,9 @@ class SynthesizerAttention(nn.Module):
         # expanded view, dense's W2) are weighted before they are expanded, so the product and its gradient
         # touch (H, n, d) instead of (B, H, n, d); else q. q first: its weighted copies are gone by the
         # time k is concatenated.
-        shared = [k.shape[0] > 1 and k.stride(0) == 0 for *_, k in features]
-        q = torch.cat([q if on_k else q * w.reshape(-1, 1, 1) for (w, q, _), on_k in zip(features, shared)], dim=-1)
+        shared = [w is not None and k.shape[0] > 1 and k.stride(0) == 0 for w, _, k in features]
+        q = torch.cat([q if on_k or w is None else q * w.reshape(-1, 1, 1)
+                       for (w, q, _), on_k in zip(features, shared)], dim=-1)
         k = torch.cat([(k[:1] * w.reshape(-1, 1, 1)).expand_as(k) if on_k else k
                        for (w, _, k), on_k in zip(features, shared)], dim=-1)
         return Scores(q=q, k=k, terms=tuple(terms))
