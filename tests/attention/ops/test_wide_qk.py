@@ -1,5 +1,6 @@
-"""The wide_qk kernel (q, k wider than v) against the materialised reference, block by block; the
-layer on it against the reference path in every gradient, mixture weights included."""
+"""The wide_qk kernel (q, k wider than v) against the materialised reference, block by block, in its
+PyTorch blocks and in its compiled CPU blocks; the layer on each against the reference path in every
+gradient, mixture weights included."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import torch
 
 from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.dispatch import applicable_paths
-from synthesizer.attention.ops import reference, wide_qk
-from synthesizer.attention.ops.wide_qk import _WideQKAttention, wide_qk_attention
+from synthesizer.attention.ops import compiled, reference, wide_qk
+from synthesizer.attention.ops.wide_qk import _WideQKAttention, compiled_kernel, wide_qk_attention
 from tests.attention.test_fastpaths import assert_grads_close
 from tests.helpers import rel_err, three_paddings
 from tests.tolerances import LAYER
@@ -33,11 +34,19 @@ def reference_attention(q, k, v, pad, causal):
     return reference.probabilities(q @ k.transpose(-1, -2), pad, causal) @ v
 
 
+def use_implementation(monkeypatch, implementation: str) -> None:
+    """"blocks": the PyTorch blocks; "compiled": the compiled CPU blocks, skipped where they cannot be built."""
+    monkeypatch.setenv(compiled.ENV, "1" if implementation == "compiled" else "0")
+    if implementation == "compiled" and compiled.load("wide_qk_cpu") is None:
+        pytest.skip("the compiled CPU kernel could not be built here (see the warning)")
+
+
 def use_blocks(monkeypatch, blocks: str) -> None:
-    """"one": one block per call (small n); "rows": blocks of 16 query rows of one (example, head) pair,
-    so that n = 37 takes three blocks per pair (the last one partial), causal or not (causal: the last
-    rows first); "pairs": not causal, whole matrices of two pairs at a time, three blocks for the
-    B * H = 6 pairs; causal, 16 rows of four pairs at a time (then of the last two)."""
+    """The PyTorch blocks. "one": one block per call (small n); "rows": blocks of 16 query rows of one
+    (example, head) pair, so that n = 37 takes three blocks per pair (the last one partial), causal or not
+    (causal: the last rows first); "pairs": not causal, whole matrices of two pairs at a time, three blocks
+    for the B * H = 6 pairs; causal, 16 rows of four pairs at a time (then of the last two)."""
+    use_implementation(monkeypatch, "blocks")
     if blocks == "one":
         return
     monkeypatch.setattr(wide_qk, "CAUSAL_ROWS", 16)
@@ -57,12 +66,44 @@ def small_blocks(monkeypatch):
     use_blocks(monkeypatch, "rows")
 
 
+@pytest.fixture(params=["blocks", "compiled"])
+def implementation(request, monkeypatch):
+    """Each implementation in turn: the PyTorch blocks (16 rows) and the compiled ones."""
+    if request.param == "blocks":
+        use_blocks(monkeypatch, "rows")
+    else:
+        use_implementation(monkeypatch, "compiled")
+    return request.param
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("padded", [False, True])
 @pytest.mark.parametrize("blocks", ["one", "rows", "pairs"])
 def test_matches_reference_forward_and_gradients(monkeypatch, causal, padded, blocks):
     use_blocks(monkeypatch, blocks)
-    n = 37
+    check_against_reference(37, causal, padded)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+@pytest.mark.parametrize("n", [37, 150])
+def test_compiled_blocks_match_reference_forward_and_gradients(monkeypatch, causal, padded, n):
+    """The compiled kernel (blocks of 64 rows: n = 150 takes two whole and one partial block per pair)."""
+    use_implementation(monkeypatch, "compiled")
+    assert compiled_kernel(torch.zeros(1, 1, 1), 0.0) is not None
+    check_against_reference(n, causal, padded)
+
+
+def test_compiled_blocks_are_left_for_what_they_do_not_compute(monkeypatch):
+    """Dropout, float64 and a switch turned off run the PyTorch blocks."""
+    use_implementation(monkeypatch, "compiled")
+    x = torch.zeros(1, 1, 1)
+    assert compiled_kernel(x, 0.1) is None and compiled_kernel(x.double(), 0.0) is None
+    monkeypatch.setenv(compiled.ENV, "0")
+    assert compiled_kernel(x, 0.0) is None
+
+
+def check_against_reference(n: int, causal: bool, padded: bool) -> None:
     q, k, v = inputs(n)
     pad = padding(n) if padded else None
     grad = torch.randn(B, H, n, DV)
@@ -102,7 +143,7 @@ def test_applies_to_mixtures_of_feature_components_only():
 @pytest.mark.parametrize("kind", ["dense+vanilla", "factorized_random+dense+vanilla"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("mix_per_head", [False, True])
-def test_layer_matches_reference_in_every_gradient(small_blocks, kind, causal, mix_per_head):
+def test_layer_matches_reference_in_every_gradient(implementation, kind, causal, mix_per_head):
     """Output, input gradient and every parameter's gradient (the mixture logits alpha, per head or
     not, and dense's per-head W2, b2) against impl="reference", over several blocks, with padding."""
     n, d = 37, 16

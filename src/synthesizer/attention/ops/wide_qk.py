@@ -39,6 +39,7 @@ from torch import Tensor
 from ..forms import FEATURES
 from ..masks import MASKED, causal_mask
 from .blockwise import _dropout_keep
+from . import compiled
 from .factorized_dense import pair_blocks
 from .scores import Scores, kernel_dtype
 from .always import require, runs  # noqa: F401  (the kernel interface, dispatch.Kernel)
@@ -178,6 +179,14 @@ def _pair_masks(padding: Tensor | None, heads: int, causal: bool) -> tuple[Tenso
     return per_pair, empty.unsqueeze(-1)
 
 
+def compiled_kernel(q: Tensor, dropout: float):
+    """The compiled CPU blocks (``wide_qk_cpu.cpp``) where they apply and could be built: float32 on the
+    CPU, without dropout (whose keep masks only the PyTorch blocks draw); else None."""
+    if q.device.type != "cpu" or q.dtype != torch.float32 or dropout > 0:
+        return None
+    return compiled.load("wide_qk_cpu")
+
+
 class _WideQKAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, padding, causal, dropout, seed):
@@ -189,20 +198,31 @@ class _WideQKAttention(torch.autograd.Function):
         with torch.autocast(v.device.type, enabled=False):
             b, h, n, _ = q.shape
             q_f, k_f, v_f = _pairs(q), _pairs(k), _pairs(v)
-            pad_f, empty_f = _pair_masks(padding, h, causal)
-            out = wide_forward(q_f, k_f.transpose(-1, -2), v_f, pad_f, empty_f, causal,
-                               dropout=dropout, seed=seed)
-            ctx.save_for_backward(q_f, k_f, v_f, pad_f, empty_f, out)
             ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
+            ctx.native = compiled_kernel(q_f, dropout)
+            if ctx.native is not None:
+                allowed = q_f.new_empty(0, dtype=torch.uint8) if padding is None else (~padding).to(torch.uint8)
+                out, lse = ctx.native.forward(q_f, k_f, v_f, allowed.contiguous(), h, causal)
+                ctx.save_for_backward(q_f, k_f, v_f, allowed, lse, out)
+            else:
+                pad_f, empty_f = _pair_masks(padding, h, causal)
+                out = wide_forward(q_f, k_f.transpose(-1, -2), v_f, pad_f, empty_f, causal,
+                                   dropout=dropout, seed=seed)
+                ctx.save_for_backward(q_f, k_f, v_f, pad_f, empty_f, out)
             return out.view(b, h, n, out.shape[-1])
 
     @staticmethod
     def backward(ctx, grad_out):
         with torch.autocast(grad_out.device.type, enabled=False):
-            q, k, v, padding, empty, out = ctx.saved_tensors
             b, h, n, _ = grad_out.shape
-            dq, dk, dv = wide_backward(q, k, v, out, _pairs(grad_out.to(v.dtype)), padding=padding, empty=empty,
-                                       causal=ctx.causal, dropout=ctx.dropout, seed=ctx.seed)
+            if ctx.native is not None:
+                q, k, v, allowed, lse, out = ctx.saved_tensors
+                dq, dk, dv = ctx.native.backward(q, k, v, out, lse, _pairs(grad_out.to(v.dtype)), allowed, h,
+                                                 ctx.causal)
+            else:
+                q, k, v, padding, empty, out = ctx.saved_tensors
+                dq, dk, dv = wide_backward(q, k, v, out, _pairs(grad_out.to(v.dtype)), padding=padding,
+                                           empty=empty, causal=ctx.causal, dropout=ctx.dropout, seed=ctx.seed)
             grads = tuple(g.view(b, h, n, g.shape[-1]) for g in (dq, dk, dv))
             return (*(g.to(d) for g, d in zip(grads, ctx.dtypes)), None, None, None, None)
 
