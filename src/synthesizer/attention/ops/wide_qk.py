@@ -8,7 +8,13 @@ dense+vanilla). Here each product runs at its own width: ``q k^T``, ``dS k`` and
 positions: forward ``d_qk + d_v``, backward ``3 d_qk + 2 d_v`` (the logits recomputed, then dP,
 dv, dq, dk), against ``2 d_qk`` and ``5 d_qk`` for the fused kernel at the padded width. What that
 leaves, in multiply-adds and bytes, and how it measured against ``fused``: docs/bench/kernels.md
-("wide_qk"). It is a candidate path (``impl="wide_qk"``), ranked after ``fused``.
+("wide_qk"). The static ranking puts it after ``fused``; the measured dispatch table picks it where it won.
+
+On the CPU in float32 without dropout the blocks run compiled (``wide_qk_cpu.cpp``, built on first use by
+``compiled``; ``compiled_kernel``): the same algorithm, one (example, head) pair per thread and 64 query
+rows per block, so the softmax and the gradient passes run on blocks in cache, and the backward's
+probabilities come from the forward's log-sum-exp. What follows describes the PyTorch blocks, which run
+everywhere else and are what the compiled ones are tested against (with the reference).
 
 The (example, head) pairs are flattened and processed in blocks of ``BLOCK_ELEMENTS`` logits laid
 out as factorized_dense's (``pair_blocks``: whole matrices of several pairs, or rows of one pair),
