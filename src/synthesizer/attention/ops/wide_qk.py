@@ -207,7 +207,7 @@ class _WideQKAttention(torch.autograd.Function):
             ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
             ctx.native = compiled_kernel(q_f, dropout)
             if ctx.native is not None:
-                allowed = q_f.new_empty(0, dtype=torch.uint8) if padding is None else (~padding).to(torch.uint8)
+                allowed = q_f.new_empty(0, dtype=torch.uint8) if padding is None else (~padding.bool()).to(torch.uint8)
                 out, lse = ctx.native.forward(q_f, k_f, v_f, allowed.contiguous(), h, causal)
                 ctx.save_for_backward(q_f, k_f, v_f, allowed, lse, out)
             else:
