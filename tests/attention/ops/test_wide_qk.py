@@ -90,7 +90,7 @@ def test_matches_reference_forward_and_gradients(monkeypatch, causal, padded, bl
 def test_compiled_blocks_match_reference_forward_and_gradients(monkeypatch, causal, padded, n):
     """The compiled kernel (blocks of 64 rows: n = 150 takes two whole and one partial block per pair)."""
     use_implementation(monkeypatch, "compiled")
-    assert compiled_kernel(torch.zeros(1, 1, 1), 0.0) is not None
+    assert compiled_kernel(torch.zeros(1, 1, 1), 0.0)
     check_against_reference(n, causal, padded)
 
 
@@ -98,9 +98,9 @@ def test_compiled_blocks_are_left_for_what_they_do_not_compute(monkeypatch):
     """Dropout, float64 and a switch turned off run the PyTorch blocks."""
     use_implementation(monkeypatch, "compiled")
     x = torch.zeros(1, 1, 1)
-    assert compiled_kernel(x, 0.1) is None and compiled_kernel(x.double(), 0.0) is None
+    assert compiled_kernel(x, 0.0) and not compiled_kernel(x, 0.1) and not compiled_kernel(x.double(), 0.0)
     monkeypatch.setenv(compiled.ENV, "0")
-    assert compiled_kernel(x, 0.0) is None
+    assert not compiled_kernel(x, 0.0)
 
 
 def check_against_reference(n: int, causal: bool, padded: bool) -> None:
@@ -192,3 +192,25 @@ def test_under_autocast_matches_the_reference_path():
     """q, k and v of different dtypes under autocast (dense's k is its float32 key matrix): the kernel
     computes in autocast's dtype and hands each input its gradient in that input's dtype."""
     check_autocast_against_reference("dense+vanilla", "wide_qk")
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("training", [False, True])
+def test_compiled_blocks_stay_in_a_torch_compile_graph(monkeypatch, training):
+    """The compiled blocks are torch operators (``torch.library.custom_op``): torch.compile traces the layer
+    in one graph, and the compiled layer gives the eager one's output and input gradient."""
+    use_implementation(monkeypatch, "compiled")
+    torch.manual_seed(0)
+    layer = SynthesizerAttention(16, H, 16, "dense+vanilla", causal=True, impl="wide_qk").train(training)
+    x, pad = torch.randn(B, 12, 16), padding(12)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(layer)(x, pad)
+    assert explained.graph_break_count == 0, [str(r.reason)[:200] for r in explained.break_reasons]
+    results = []
+    for run in (layer, torch.compile(layer)):
+        xg = x.clone().requires_grad_(True)
+        out = run(xg, pad)
+        out.sum().backward()
+        results.append((out.detach(), xg.grad))
+    (out_e, dx_e), (out_c, dx_c) = results
+    assert rel_err(out_c, out_e) <= LAYER.rtol and rel_err(dx_c, dx_e) <= LAYER.rtol

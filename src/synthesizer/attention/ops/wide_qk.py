@@ -185,12 +185,41 @@ def _pair_masks(padding: Tensor | None, heads: int, causal: bool) -> tuple[Tenso
     return per_pair, empty.unsqueeze(-1)
 
 
-def compiled_kernel(q: Tensor, dropout: float):
-    """The compiled CPU blocks (``wide_qk_cpu.cpp``) where they apply and could be built: float32 on the
-    CPU, without dropout (whose keep masks only the PyTorch blocks draw); else None."""
+def compiled_kernel(q: Tensor, dropout: float) -> bool:
+    """Whether the compiled CPU blocks (``wide_qk_cpu.cpp``) run: float32 on the CPU, without dropout (whose
+    keep masks only the PyTorch blocks draw), where they could be built."""
     if q.device.type != "cpu" or q.dtype != torch.float32 or dropout > 0:
-        return None
-    return compiled.load("wide_qk_cpu")
+        return False
+    return compiled.load("wide_qk_cpu") is not None
+
+
+# The compiled blocks as operators of torch's own (where this torch has ``torch.library.custom_op``), so that
+# torch.compile keeps them in its graph instead of breaking it at a call into an extension it cannot trace.
+def _compiled_forward(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, *, heads: int, causal: bool
+                      ) -> tuple[Tensor, Tensor]:
+    """out (pairs, n, d_v) and the rows' log-sum-exp (pairs, n); ``allowed`` (B, n) uint8, or empty."""
+    return tuple(compiled.load("wide_qk_cpu").forward(q, k, v, allowed, heads, causal))
+
+
+def _compiled_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, grad_out: Tensor,
+                       allowed: Tensor, *, heads: int, causal: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """dq, dk (pairs, n, d_qk), dv (pairs, n, d_v)."""
+    return tuple(compiled.load("wide_qk_cpu").backward(q, k, v, out, lse, grad_out, allowed, heads, causal))
+
+
+if hasattr(torch.library, "custom_op"):  # torch >= 2.4
+    _compiled_forward = torch.library.custom_op("synthesizer::wide_qk_cpu_forward", mutates_args=())(
+        _compiled_forward)
+    _compiled_backward = torch.library.custom_op("synthesizer::wide_qk_cpu_backward", mutates_args=())(
+        _compiled_backward)
+
+    @_compiled_forward.register_fake
+    def _(q, k, v, allowed, *, heads, causal):
+        return q.new_empty(*q.shape[:2], v.shape[-1]), q.new_empty(q.shape[:2])
+
+    @_compiled_backward.register_fake
+    def _(q, k, v, out, lse, grad_out, allowed, *, heads, causal):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 class _WideQKAttention(torch.autograd.Function):
@@ -206,9 +235,9 @@ class _WideQKAttention(torch.autograd.Function):
             q_f, k_f, v_f = _pairs(q), _pairs(k), _pairs(v)
             ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
             ctx.native = compiled_kernel(q_f, dropout)
-            if ctx.native is not None:
+            if ctx.native:
                 allowed = q_f.new_empty(0, dtype=torch.uint8) if padding is None else (~padding.bool()).to(torch.uint8)
-                out, lse = ctx.native.forward(q_f, k_f, v_f, allowed.contiguous(), h, causal)
+                out, lse = _compiled_forward(q_f, k_f, v_f, allowed.contiguous(), heads=h, causal=causal)
                 ctx.save_for_backward(q_f, k_f, v_f, allowed, lse, out)
             else:
                 pad_f, empty_f = _pair_masks(padding, h, causal)
@@ -221,10 +250,10 @@ class _WideQKAttention(torch.autograd.Function):
     def backward(ctx, grad_out):
         with torch.autocast(grad_out.device.type, enabled=False):
             b, h, n, _ = grad_out.shape
-            if ctx.native is not None:
+            if ctx.native:
                 q, k, v, allowed, lse, out = ctx.saved_tensors
-                dq, dk, dv = ctx.native.backward(q, k, v, out, lse, _pairs(grad_out.to(v.dtype)), allowed, h,
-                                                 ctx.causal)
+                dq, dk, dv = _compiled_backward(q, k, v, out, lse, _pairs(grad_out.to(v.dtype)), allowed, heads=h,
+                                                causal=ctx.causal)
             else:
                 q, k, v, padding, empty, out = ctx.saved_tensors
                 dq, dk, dv = wide_backward(q, k, v, out, _pairs(grad_out.to(v.dtype)), padding=padding,
