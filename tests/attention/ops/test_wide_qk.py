@@ -214,3 +214,19 @@ def test_compiled_blocks_stay_in_a_torch_compile_graph(monkeypatch, training):
         results.append((out.detach(), xg.grad))
     (out_e, dx_e), (out_c, dx_c) = results
     assert rel_err(out_c, out_e) <= LAYER.rtol and rel_err(dx_c, dx_e) <= LAYER.rtol
+
+
+def test_compiled_blocks_pass_a_nan_on_as_the_pytorch_blocks_do(monkeypatch):
+    """Built with -ffast-math, the compiled blocks must still show a non-finite input in the output (a NaN
+    query row: that row; an infinite key: its (example, head) pair), not hide it."""
+    results = []
+    for implementation in ("compiled", "blocks"):
+        use_implementation(monkeypatch, implementation)
+        q, k, v = (t.detach() for t in inputs(70))
+        q[0, 0, 3, 2] = float("nan")
+        k[1, 1, 5, 0] = float("inf")
+        results.append(wide_qk_attention(q, k, v))
+    for out in results:
+        assert torch.isnan(out[0, 0, 3]).all() and torch.isfinite(out[0, 0, 4]).all()
+        assert torch.isnan(out[1, 1]).any() and torch.isfinite(out[1, 0]).all()
+    assert torch.equal(torch.isnan(results[0]), torch.isnan(results[1]))
