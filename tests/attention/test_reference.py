@@ -208,14 +208,16 @@ def test_bfloat16_close_to_float32(kind, impl):
 
 @pytest.mark.parametrize("weight", [torch.tensor([0.3]), torch.tensor([0.5, -1.5, 2.0, 0.25])], ids=["one", "per-head"])
 @pytest.mark.parametrize("rotary", [False, True])
-def test_vanilla_folds_a_mixture_weight_into_its_queries(weight, rotary):
-    """features(x, weight=w) gives w * q per head, from the projection's weight (no pass over q), the
-    keys unchanged; with rotary positions, at per-token positions too (forward and gradients)."""
+@pytest.mark.parametrize("n", [5, 8], ids=["onto-q", "into-the-weight"])  # 2 x n rows against d = 16
+def test_vanilla_folds_a_mixture_weight_into_its_queries(weight, rotary, n):
+    """features(x, weight=w) gives w * q per head, the keys unchanged; with rotary positions, at per-token
+    positions too (forward and gradients); the factors on q for fewer rows than d, in the projection's
+    weight from d rows on."""
     from synthesizer.attention.vanilla import VanillaLogits
 
     torch.manual_seed(0)
     module = VanillaLogits(16, 4, rotary=rotary)
-    x = torch.randn(2, 5, 16)
+    x = torch.randn(2, n, 16)
     w = weight.clone().requires_grad_(True)
     q, k = module.features(x)
     qw, kw = module.features(x, weight=w)
@@ -227,6 +229,6 @@ def test_vanilla_folds_a_mixture_weight_into_its_queries(weight, rotary):
     want = torch.autograd.grad(expected, (w, module.query.weight), grad)
     for g, e in zip(got, want):
         torch.testing.assert_close(g, e)
-    positions = torch.tensor([[0, 1, 2, 0, 1], [3, 4, 5, 6, 7]])
+    positions = torch.stack([torch.arange(n) % 3, torch.arange(n) + 3])
     torch.testing.assert_close(module.features_at(x, positions, weight=w)[0],
                                module.features_at(x, positions)[0] * w.reshape(-1, 1, 1))

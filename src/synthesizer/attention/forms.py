@@ -13,7 +13,8 @@ else it offers to the fast paths:
 * ``FEATURES``: a dot product of features, ``features(x) -> (q', k')``, both (B, H, n, d_c), with
   ``q' k'^T`` equal to its logits (vanilla, dense, factorized_random). One that also says
   ``folds_weight = True`` takes a mixture weight as ``features(x, weight=w)`` (and ``features_at``) and
-  returns ``w q'``, made without a pass over q' (vanilla puts w into its query projection).
+  returns ``w q'``, made without a pass over q' where it can (vanilla puts w into its query projection when
+  that is smaller than q).
 * ``BIAS``: an input-independent additive term, ``bias(n) -> (H, n, n)`` (random, fixed_random).
 * ``LOGITS``: general logits, reference path only (factorized_dense, and any component that declares
   nothing else).

@@ -41,16 +41,16 @@ class VanillaLogits(nn.Module):
 
     def queries(self, x: Tensor, start: int | Tensor = 0, weight: Tensor | None = None) -> Tensor:
         """(B, t, d) -> (B, H, t, dh), already multiplied by 1/sqrt(dh) and, where given, by ``weight`` (a
-        mixture weight: 1 value, or one per head). Both factors go into the projection's weight and bias,
-        a pass over (d, d) numbers instead of two over q's (B, t, d) and two more in the backward."""
-        factor = self.scale if weight is None else self.scale * weight.reshape(-1, 1)  # float, or (1|H, 1)
-        w, b = self.query.weight, self.query.bias
-        if weight is None:
-            w, b = w * factor, b * factor
+        mixture weight: 1 value, or one per head). Both factors go on the smaller side: into the projection's
+        weight and bias where x has at least d rows (training: a pass over (d, d) numbers instead of two over
+        q and three in the backward), onto q where it has fewer (decoding a few tokens)."""
+        factor = self.scale if weight is None else self.scale * weight.reshape(-1, 1, 1)  # float, or (1|H, 1, 1)
+        if x.shape[0] * x.shape[1] < x.shape[-1]:
+            q = split_heads(self.query(x), self.n_heads) * factor
         else:  # rows of the weight and entries of the bias, head by head
-            w = (w.view(self.n_heads, -1, w.shape[-1]) * factor.unsqueeze(-1)).view_as(w)
-            b = (b.view(self.n_heads, -1) * factor).view_as(b)
-        q = split_heads(F.linear(x, w, b), self.n_heads)
+            w = (self.query.weight.view(self.n_heads, -1, x.shape[-1]) * factor).flatten(0, 1)
+            b = (self.query.bias.view(self.n_heads, -1, 1) * factor).flatten()
+            q = split_heads(F.linear(x, w, b), self.n_heads)
         return rotate(q, start) if self.rotary else q
 
     def keys(self, x: Tensor, start: int = 0) -> Tensor:

@@ -10,7 +10,7 @@ import torch
 from synthesizer.attention import SynthesizerAttention
 from synthesizer.attention.dispatch import applicable_paths
 from synthesizer.attention.ops import compiled, reference, wide_qk
-from synthesizer.attention.ops.wide_qk import _WideQKAttention, compiled_kernel, wide_qk_attention
+from synthesizer.attention.ops.wide_qk import _WideQKAttention, runs_compiled, wide_qk_attention
 from tests.attention.test_fastpaths import assert_grads_close
 from tests.helpers import rel_err, three_paddings
 from tests.tolerances import LAYER
@@ -90,7 +90,7 @@ def test_matches_reference_forward_and_gradients(monkeypatch, causal, padded, bl
 def test_compiled_blocks_match_reference_forward_and_gradients(monkeypatch, causal, padded, n):
     """The compiled kernel (blocks of 64 rows: n = 150 takes two whole and one partial block per pair)."""
     use_implementation(monkeypatch, "compiled")
-    assert compiled_kernel(torch.zeros(1, 1, 1), 0.0)
+    assert runs_compiled(torch.zeros(1, 1, 1), 0.0)
     check_against_reference(n, causal, padded)
 
 
@@ -98,9 +98,9 @@ def test_compiled_blocks_are_left_for_what_they_do_not_compute(monkeypatch):
     """Dropout, float64 and a switch turned off run the PyTorch blocks."""
     use_implementation(monkeypatch, "compiled")
     x = torch.zeros(1, 1, 1)
-    assert compiled_kernel(x, 0.0) and not compiled_kernel(x, 0.1) and not compiled_kernel(x.double(), 0.0)
+    assert runs_compiled(x, 0.0) and not runs_compiled(x, 0.1) and not runs_compiled(x.double(), 0.0)
     monkeypatch.setenv(compiled.ENV, "0")
-    assert not compiled_kernel(x, 0.0)
+    assert not runs_compiled(x, 0.0)
 
 
 def check_against_reference(n: int, causal: bool, padded: bool) -> None:

@@ -11,7 +11,7 @@ leaves, in multiply-adds and bytes, and how it measured against ``fused``: docs/
 ("wide_qk"). The static ranking puts it after ``fused``; the measured dispatch table picks it where it won.
 
 On the CPU in float32 without dropout the blocks run compiled (``wide_qk_cpu.cpp``, built on first use by
-``compiled``; ``compiled_kernel``): the same algorithm, one (example, head) pair per thread and 64 query
+``compiled``; ``runs_compiled``): the same algorithm, one (example, head) pair per thread and 64 query
 rows per block, so the softmax and the gradient passes run on blocks in cache, and the backward's
 probabilities come from the forward's log-sum-exp. What follows describes the PyTorch blocks, which run
 everywhere else and are what the compiled ones are tested against (with the reference).
@@ -185,7 +185,7 @@ def _pair_masks(padding: Tensor | None, heads: int, causal: bool) -> tuple[Tenso
     return per_pair, empty.unsqueeze(-1)
 
 
-def compiled_kernel(q: Tensor, dropout: float) -> bool:
+def runs_compiled(q: Tensor, dropout: float) -> bool:
     """Whether the compiled CPU blocks (``wide_qk_cpu.cpp``) run: float32 on the CPU, without dropout (whose
     keep masks only the PyTorch blocks draw), where they could be built."""
     if q.device.type != "cpu" or q.dtype != torch.float32 or dropout > 0:
@@ -234,9 +234,9 @@ class _WideQKAttention(torch.autograd.Function):
             b, h, n, _ = q.shape
             q_f, k_f, v_f = _pairs(q), _pairs(k), _pairs(v)
             ctx.causal, ctx.dropout, ctx.seed = causal, dropout, seed
-            ctx.native = compiled_kernel(q_f, dropout)
-            if ctx.native:
-                allowed = q_f.new_empty(0, dtype=torch.uint8) if padding is None else (~padding.bool()).to(torch.uint8)
+            ctx.compiled = runs_compiled(q_f, dropout)
+            if ctx.compiled:  # the keys each example may see, 1 or 0 (B, n), or none for all
+                allowed = q_f.new_empty(0, dtype=torch.uint8) if padding is None else (~padding.bool()).byte()
                 out, lse = _compiled_forward(q_f, k_f, v_f, allowed.contiguous(), heads=h, causal=causal)
                 ctx.save_for_backward(q_f, k_f, v_f, allowed, lse, out)
             else:
@@ -250,7 +250,7 @@ class _WideQKAttention(torch.autograd.Function):
     def backward(ctx, grad_out):
         with torch.autocast(grad_out.device.type, enabled=False):
             b, h, n, _ = grad_out.shape
-            if ctx.native:
+            if ctx.compiled:
                 q, k, v, allowed, lse, out = ctx.saved_tensors
                 dq, dk, dv = _compiled_backward(q, k, v, out, lse, _pairs(grad_out.to(v.dtype)), allowed, heads=h,
                                                 causal=ctx.causal)

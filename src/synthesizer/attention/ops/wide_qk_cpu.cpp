@@ -37,13 +37,12 @@ void gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const 
 
 struct Shape {
   int pairs, n, dq, dv, heads;
-  bool causal;
 };
 
-Shape shape_of(const torch::Tensor& q, const torch::Tensor& v, int64_t heads, bool causal) {
+Shape shape_of(const torch::Tensor& q, const torch::Tensor& v, int64_t heads) {
   TORCH_CHECK(q.dim() == 3 && v.dim() == 3 && q.size(0) == v.size(0) && q.size(1) == v.size(1),
               "wide_qk_cpu: q (pairs, n, d_qk) and v (pairs, n, d_v) expected");
-  return {int(q.size(0)), int(q.size(1)), int(q.size(2)), int(v.size(2)), int(heads), causal};
+  return {int(q.size(0)), int(q.size(1)), int(q.size(2)), int(v.size(2)), int(heads)};
 }
 
 // The keys a pair's row may see: 1 where allowed, 0 where padded (nullptr: every key).
@@ -51,16 +50,14 @@ const uint8_t* keys_of(const torch::Tensor& padding, int pair, const Shape& s) {
   return padding.numel() == 0 ? nullptr : padding.data_ptr<uint8_t>() + int64_t(pair / s.heads) * s.n;
 }
 
-// Row i of a block (absolute row r) of logits against m keys, masked in place: padded keys and, when causal,
-// keys after r. Returns how many leading keys the row may see (the rest are masked).
-int mask_row(float* row, int r, int m, const uint8_t* allowed, bool causal) {
+// Row r of the logits against m keys, masked in place: padded keys and, when causal, keys after r.
+void mask_row(float* row, int r, int m, const uint8_t* allowed, bool causal) {
   const int limit = causal ? std::min(m, r + 1) : m;
   if (allowed != nullptr) {
 #pragma omp simd
     for (int j = 0; j < limit; ++j) row[j] = allowed[j] ? row[j] : MASKED;
   }
   for (int j = limit; j < m; ++j) row[j] = MASKED;
-  return limit;
 }
 
 }  // namespace
@@ -68,7 +65,7 @@ int mask_row(float* row, int r, int m, const uint8_t* allowed, bool causal) {
 // out (pairs, n, d_v) and the log-sum-exp of every row (pairs, n).
 std::vector<torch::Tensor> forward(torch::Tensor q, torch::Tensor k, torch::Tensor v, torch::Tensor padding,
                                    int64_t heads, bool causal) {
-  const Shape s = shape_of(q, v, heads, causal);
+  const Shape s = shape_of(q, v, heads);
   auto out = torch::empty({s.pairs, s.n, s.dv}, q.options());
   auto lse = torch::empty({s.pairs, s.n}, q.options());
   const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
@@ -118,7 +115,7 @@ std::vector<torch::Tensor> forward(torch::Tensor q, torch::Tensor k, torch::Tens
 std::vector<torch::Tensor> backward(torch::Tensor q, torch::Tensor k, torch::Tensor v, torch::Tensor out,
                                     torch::Tensor lse, torch::Tensor grad_out, torch::Tensor padding, int64_t heads,
                                     bool causal) {
-  const Shape s = shape_of(q, v, heads, causal);
+  const Shape s = shape_of(q, v, heads);
   auto dq = torch::empty_like(q), dk = torch::empty_like(k), dv = torch::empty_like(v);
   const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
   const float *op = out.data_ptr<float>(), *lp = lse.data_ptr<float>(), *gp = grad_out.data_ptr<float>();
