@@ -12,7 +12,7 @@ d_model 512, 8 heads, seq 1024; the figures are in docs/bench/kernels.md, reprod
   docs/bench/kernels.md, "wide_qk"), so the static ranking keeps ``fused`` and the measured table
   picks ``wide_qk`` where it won;
 - features mixed with a batch-shared bias (random): ``fused_bias`` (the fused kernel's forward with
-  ``w * R`` as a float mask, then one blockwise backward pass, one example at a time, for dq, dk, dv
+  ``w * R`` as a float mask, then one blockwise backward pass, over groups of examples, for dq, dk, dv
   and the gradients of R and the mixture weights together; see ``ops/fused_bias``) beats
   ``blockwise`` (the same backward after our own blocked forward). The reference path keeps
   (B, H, n, n) tensors, several times the plain layer's peak memory, so it is not the default.

@@ -57,10 +57,14 @@ def assert_matches(got, want, what):
         assert rel_err(g, w.float()) <= LAYER.rtol, f"gradient of {name}: {what}"
 
 
-@pytest.fixture
-def small_blocks(monkeypatch):
-    """16 query rows per block of one example at these sizes: three blocks, the last one short."""
+@pytest.fixture(params=[1, 2], ids=["one-example-steps", "two-example-steps"])
+def small_blocks(monkeypatch, request):
+    """16 query rows per block of one example at these sizes: three blocks, the last one short; and
+    the blocks of one example a step (long sequences' steps) or of two (short ones': the three
+    examples in an even group and a short one)."""
     monkeypatch.setattr(blockwise, "BLOCK_ELEMENTS", 16 * H * N)
+    monkeypatch.setattr(blockwise, "GROUP_ELEMENTS", request.param * 16 * H * N)
+    assert [j - i for i, j in blockwise._groups(B, H, 16, N)] == ([1, 1, 1] if request.param == 1 else [2, 1])
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
@@ -89,9 +93,9 @@ def test_dropout_backward_matches_float64_autograd_with_the_same_keep_masks(smal
     for s in range(0, N, rows):
         e = min(s + rows, N)
         m = e if causal else N
-        for i in range(B):
+        for i, j in blockwise._groups(B, H, rows, N):
             seed_i = blockwise._block_seed(seed, i, s, N)
-            keep[i, :, s:e, :m] = blockwise._dropout_keep(torch.Size((H, e - s, m)), p, seed_i, q.device)
+            keep[i:j, :, s:e, :m] = blockwise._dropout_keep(torch.Size((j - i, H, e - s, m)), p, seed_i, q.device)
     assert 0 < (keep == 0).float().mean() < 1
     fn = lambda q, k, v, b: blockwise._BlockwiseAttention.apply(q, k, v, pad, causal, p, seed, None, None, b)
     want = grads(lambda q, k, v, b: reference(q, k, v, b, pad, causal, keep), q, k, v, bias, grad)

@@ -3,8 +3,9 @@ gradient of that term (which the fused kernel does not).
 
 Logits ``w_q q k^T + sum_c w_c B_c`` (the bias terms: each ``B_c`` (H, n, n) shared by the batch, e.g. R
 of a random synthesizer, with its mixture weight ``w_c`` per head or none; ``w_q`` the features' weight,
-or none), masked, softmax, dropout, times ``v``. Queries are processed in blocks of rows, one example
-at a time, so at most (H, block, n) logits exist at a time. The
+or none), masked, softmax, dropout, times ``v``. Queries are processed in blocks of rows of a group of
+examples, so at most about ``BLOCK_ELEMENTS`` logits exist at a time: one example a step at long lengths,
+as many as fit at short ones (a Python step per example costs more than its products there). The
 terms stay apart: each block forms its rows of the sum, so no (H, n, n) product ``w * R`` is made,
 saved or differentiated, and the backward writes each term's gradient (``w_c`` times the
 batch-summed logit gradient) and its weight's gradient straight from the block. The forward keeps
@@ -35,6 +36,8 @@ FALLBACK = None  # it runs in every mode on every device (always.runs)
 # block's rows of the bias): 256 rows per block at 8 heads, seq 2048. Chosen by timing 2M / 4M / 8M
 # elements (docs/bench/kernels.md, "blockwise").
 BLOCK_ELEMENTS = 1 << 22
+# Logits per step where a block of one example holds fewer: that many examples' blocks at once.
+GROUP_ELEMENTS = 1 << 18
 
 
 def applies(components) -> bool:
@@ -49,32 +52,52 @@ def _dropout_keep(shape: torch.Size, p: float, seed: int, device: torch.device) 
     return (torch.rand(shape, generator=gen, device=device) >= p).to(torch.get_default_dtype()) / (1 - p)
 
 
-def _example_logits(q_blk: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool,
-                    s: int) -> Tensor:
-    """Logits (H, t, m) of one example's query rows s..s+t-1 (``q_blk`` (H, t, d)) over the m keys they
-    may see (all, or 0..s+t-1 when causal; ``k`` (H, n, d)), -inf where masked; ``bias`` is the block's
-    rows of the terms' sum (H, t, m) or None; ``padding`` the example's (n,) key padding or None."""
-    e = s + q_blk.shape[1]
-    m = e if causal else k.shape[1]
-    k_m = k[:, :m].transpose(-1, -2)
-    logits = torch.bmm(q_blk, k_m) if bias is None else torch.baddbmm(bias, q_blk, k_m)  # the bias as accumulator
+def _group_logits(q_blk: Tensor, k: Tensor, bias: Tensor | None, padding: Tensor | None, causal: bool,
+                  s: int) -> Tensor:
+    """Logits (g, H, t, m) of a group of g examples' query rows s..s+t-1 (``q_blk`` (g, H, t, d)) over
+    the m keys they may see (all, or 0..s+t-1 when causal; ``k`` (g|1, H, n, d)), -inf where masked;
+    ``bias`` is the block's rows of the terms' sum (H, t, m) or None; ``padding`` the group's (g, n)
+    key padding or None."""
+    e = s + q_blk.shape[2]
+    m = e if causal else k.shape[2]
+    logits = _product(q_blk, k[:, :, :m].transpose(-1, -2), bias)
     if causal:  # only the last e-s keys of the block can lie after a row
         logits[..., s:].masked_fill_(causal_mask(e - s, e - s, q_blk.device), MASKED)
     if padding is not None:
-        logits.masked_fill_(padding[None, None, :m], MASKED)
+        logits.masked_fill_(padding[:, None, None, :m], MASKED)
     return logits
 
 
-def _examples(t: Tensor):
-    """i -> example i of t (B, H, n, d) as an (H, n, d) operand for the batched products. Features
-    shared by the batch (dense's k, expanded over batch and heads: zero strides, which send bmm to a
-    slow path) are made contiguous once, for one example: every example reads the same copy."""
+def _product(a: Tensor, b: Tensor, acc: Tensor | None = None) -> Tensor:
+    """``acc + a @ b`` for a (g, H, t, d) and b (g|1, H, d, m), acc (H, t, m) or None. For one example,
+    batched products over the heads straight on the operands' strided views (no copy of a head-split
+    view, the accumulator in the product); for several, one broadcasting matmul."""
+    if a.shape[0] == 1:
+        return (torch.bmm(a[0], b[0]) if acc is None else torch.baddbmm(acc, a[0], b[0])).unsqueeze(0)
+    out = torch.matmul(a, b)
+    return out if acc is None else out.add_(acc)
+
+
+def _add_product(target: Tensor, a: Tensor, b: Tensor) -> None:
+    """target (g, H, r, c) += a @ b in place (for one example, into the target's memory directly)."""
+    if target.shape[0] == 1:
+        target[0].baddbmm_(a[0], b[0])
+    else:
+        target.add_(torch.matmul(a, b))
+
+
+def _shared_batch(t: Tensor) -> Tensor:
+    """t (B, H, n, d), or, for features shared by the batch (dense's k, expanded over batch and heads:
+    zero strides, which send the products to a slow path), one contiguous example (1, H, n, d) that
+    every group reads."""
     if t.shape[0] > 0 and 0 in t.stride():
-        shared = t[0].contiguous() if t.stride(0) == 0 else None
-        if shared is not None:
-            return lambda i: shared
-        t = t.contiguous()
-    return lambda i: t[i]
+        return t[:1].contiguous() if t.stride(0) == 0 else t.contiguous()
+    return t
+
+
+def _of_group(t: Tensor, i: int, j: int) -> Tensor:
+    """Examples i..j-1 of t, or t's one shared example (``_shared_batch``)."""
+    return t if t.shape[0] == 1 else t[i:j]
 
 
 def _weighted(q_blk: Tensor, q_weight: Tensor | None) -> Tensor:
@@ -83,8 +106,8 @@ def _weighted(q_blk: Tensor, q_weight: Tensor | None) -> Tensor:
 
 
 def _per_head_sum(x: Tensor, like: Tensor) -> Tensor:
-    """x (H, t, d) summed to the shape of a weight ``like`` (one value per head, or one in all)."""
-    per_head = x.sum((-1, -2))
+    """x (..., H, t, d) summed to the shape of a weight ``like`` (one value per head, or one in all)."""
+    per_head = x.sum((-1, -2)).reshape(-1, x.shape[-3]).sum(0)
     return (per_head if like.numel() == per_head.numel() else per_head.sum()).reshape(like.shape)
 
 
@@ -102,10 +125,10 @@ class TermGradients:
         self.total = alloc(terms[0][1], memory_format=torch.contiguous_format) if self.needed else None
 
     def add(self, dlogits: Tensor, s: int, e: int, m: int, first: bool) -> None:
-        """Rows s..e-1, keys 0..m-1 of one example's logit gradient (H, e-s, m) (``first``: the first
-        example of the block, which is copied rather than added)."""
-        rows = self.total[:, s:e, :m]
-        rows.copy_(dlogits) if first else rows.add_(dlogits)
+        """Rows s..e-1, keys 0..m-1 of a group's logit gradient (g, H, e-s, m), summed over the group
+        (``first``: the block's first group, which is written rather than added)."""
+        rows, summed = self.total[:, s:e, :m], dlogits[0] if dlogits.shape[0] == 1 else dlogits.sum(0)
+        rows.copy_(summed) if first else rows.add_(summed)
 
     def finish(self) -> list[Tensor | None]:
         """w_0, B_0, w_1, B_1, ...: the gradients in the order the terms were given (None where not wanted)."""
@@ -130,6 +153,13 @@ def _block_rows(h: int, n: int) -> int:
     return max(16, min(n, BLOCK_ELEMENTS // max(1, h * n)))
 
 
+def _groups(b: int, h: int, rows: int, n: int) -> list[tuple[int, int]]:
+    """(i, j): examples i..j-1, as many to a step as keep its (g, H, rows, n) logits within
+    ``GROUP_ELEMENTS`` (one where a block of one example holds more)."""
+    per = max(1, GROUP_ELEMENTS // max(1, h * rows * n))
+    return [(i, min(i + per, b)) for i in range(0, b, per)]
+
+
 def attention_backward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, out: Tensor, lse: Tensor, grad_out: Tensor, *,
                        padding: Tensor | None, causal: bool, dropout: float = 0.0, seed: int = 0,
                        wanted: Sequence[tuple[bool, bool]] = (), q_weight: Tensor | None = None
@@ -137,55 +167,58 @@ def attention_backward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, out: Tenso
     """dq, dk (B, H, n, dq), dv (B, H, n, dv), the gradient of ``q_weight`` (None without one) and the
     bias terms' gradients [d w_0, d B_0, ...] (see ``TermGradients``; ``wanted`` per term, none by
     default) of ``dropout(softmax(mask(w_q q k^T + sum_c w_c B_c))) v``, in one pass over blocks of
-    query rows, one example at a time.
+    query rows of a group of examples (``_groups``).
 
     ``out`` (B, H, n, dv) is the forward's output, ``lse`` (B, H, n) its rows' log-sum-exp with +inf
     on rows without a key; the terms hold no causal mask (the causal rule is applied here). Per block:
     ``P = exp(q k^T + bias - lse)`` (the block's rows of the bias, formed once for all examples, ride
     in the matmul's accumulator; the lse is subtracted in place), ``dS = P * (dO v^T * keep - delta)``
     with ``delta = rowsum(dO * out)`` computed once per row, and every gradient accumulated into its
-    final buffer. One example at a time, the operands are (H, rows, d) matrices with a row stride,
-    which the batched products take as they are: no copy of the layer's head-split views (a batch-
-    and-heads product would copy them on every block), and the gradients keep the inputs' layout.
+    final buffer. Where a group is one example (long sequences), the operands are (H, rows, d)
+    matrices with a row stride, which the batched products take as they are: no copy of the layer's
+    head-split views (a batch-and-heads product would copy them on every block), and the gradients
+    keep the inputs' layout; a group of several (short sequences) is one broadcasting product, whose
+    copies cost less than a Python step per example.
     The features' weight ``w_q`` is applied per block, so no weighted copy of q exists.
     """
     b, h, n, _ = q.shape
     rows = _block_rows(h, n)
-    delta = out.new_empty(b, h, n, 1)  # rowsum(P * dP), dropout included; per example: no (B, H, n, dv) temporary
-    for i in range(b):  # assigned, not out=: torch.compile cannot trace out= into a strided view
-        delta[i] = torch.sum(grad_out[i] * out[i], dim=-1, keepdim=True)
+    groups = _groups(b, h, rows, n)
+    delta = out.new_empty(b, h, n, 1)  # rowsum(P * dP), dropout included; per group: no (B, H, n, dv) temporary
+    for i, j in groups:  # assigned, not out=: torch.compile cannot trace out= into a strided view
+        delta[i:j] = torch.sum(grad_out[i:j] * out[i:j], dim=-1, keepdim=True)
     lse = lse.unsqueeze(-1)
     dq, dk, dv = torch.empty_like(q, memory_format=torch.preserve_format), torch.zeros_like(k), torch.zeros_like(v)
-    q_of, k_of = _examples(q), _examples(k)
+    k_all = _shared_batch(k)
     dq_weight = None if q_weight is None else torch.zeros_like(q_weight)
     term_grads = TermGradients(terms, wanted or [(False, False)] * len(terms), zero=causal or b == 0)
     for s in range(0, n, rows):
         e = min(s + rows, n)
         m = e if causal else n
         bias = bias_rows(terms, s, e, m)
-        for i in range(b):
-            q_blk, k_i = q_of(i)[:, s:e], k_of(i)
+        for i, j in groups:
+            q_blk, k_g = q[i:j, :, s:e], _of_group(k_all, i, j)
             qw_blk = _weighted(q_blk, q_weight)
-            probs = _example_logits(qw_blk, k_i, bias, None if padding is None else padding[i], causal, s)
-            probs.sub_(lse[i, :, s:e]).exp_()  # rows without a key have lse = +inf: P = 0
-            go = grad_out[i, :, s:e]
-            dprobs = torch.bmm(go, v[i, :, :m].transpose(-1, -2))
+            probs = _group_logits(qw_blk, k_g, bias, None if padding is None else padding[i:j], causal, s)
+            probs.sub_(lse[i:j, :, s:e]).exp_()  # rows without a key have lse = +inf: P = 0
+            go = grad_out[i:j, :, s:e]
+            dprobs = _product(go, v[i:j, :, :m].transpose(-1, -2))
             if dropout > 0:
                 keep = _dropout_keep(probs.shape, dropout, _block_seed(seed, i, s, n), q.device).to(probs.dtype)
-                dv[i, :, :m].baddbmm_((probs * keep).transpose(-1, -2), go)
+                _add_product(dv[i:j, :, :m], (probs * keep).transpose(-1, -2), go)
                 dprobs *= keep
                 del keep
             else:
-                dv[i, :, :m].baddbmm_(probs.transpose(-1, -2), go)
-            dlogits = dprobs.sub_(delta[i, :, s:e]).mul_(probs)  # P * (dP - delta)
+                _add_product(dv[i:j, :, :m], probs.transpose(-1, -2), go)
+            dlogits = dprobs.sub_(delta[i:j, :, s:e]).mul_(probs)  # P * (dP - delta)
             del probs
-            dqw = torch.bmm(dlogits, k_i[:, :m])  # the gradient of the weighted q
+            dqw = _product(dlogits, k_g[:, :, :m])  # the gradient of the weighted q
             if q_weight is None:
-                dq[i, :, s:e] = dqw
+                dq[i:j, :, s:e] = dqw
             else:
                 dq_weight += _per_head_sum(dqw * q_blk, q_weight)
-                dq[i, :, s:e] = dqw.mul_(q_weight.reshape(-1, 1, 1))
-            dk[i, :, :m].baddbmm_(dlogits.transpose(-1, -2), qw_blk)
+                dq[i:j, :, s:e] = dqw.mul_(q_weight.reshape(-1, 1, 1))
+            _add_product(dk[i:j, :, :m], dlogits.transpose(-1, -2), qw_blk)
             if term_grads.needed:
                 term_grads.add(dlogits, s, e, m, first=i == 0)
     return dq, dk, dv, dq_weight, term_grads.finish()
@@ -199,27 +232,28 @@ def _block_seed(seed: int, example: int, start: int, n: int) -> int:
 def blockwise_forward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, padding: Tensor | None, causal: bool, *,
                       dropout: float = 0.0, seed: int = 0, q_weight: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The output (B, H, n, dv) and each row's log-sum-exp (B, H, n), +inf on rows without a key
-    (what ``attention_backward`` takes), in the backward's blocks (one example at a time). Dropout
+    (what ``attention_backward`` takes), in the backward's blocks and groups. Dropout
     keep-masks come from ``_block_seed``."""
     b, h, n, _ = q.shape
     rows = _block_rows(h, n)
-    q_of, k_of = _examples(q), _examples(k)
+    groups = _groups(b, h, rows, n)
+    k_all = _shared_batch(k)
     out = v.new_empty(b, h, n, v.shape[-1])
     lse = q.new_empty(b, h, n, 1)
     for s in range(0, n, rows):
         e = min(s + rows, n)
         m = e if causal else n
         bias = bias_rows(terms, s, e, m)
-        for i in range(b):
-            probs = _example_logits(_weighted(q_of(i)[:, s:e], q_weight), k_of(i), bias,
-                                    None if padding is None else padding[i], causal, s)
+        for i, j in groups:
+            probs = _group_logits(_weighted(q[i:j, :, s:e], q_weight), _of_group(k_all, i, j), bias,
+                                  None if padding is None else padding[i:j], causal, s)
             row = torch.logsumexp(probs, dim=-1, keepdim=True)
             row.masked_fill_(torch.isneginf(row), float("inf"))  # no key: exp(-inf - inf) = 0 everywhere
-            lse[i, :, s:e] = row
+            lse[i:j, :, s:e] = row
             probs.sub_(row).exp_()
             if dropout > 0:
                 probs *= _dropout_keep(probs.shape, dropout, _block_seed(seed, i, s, n), q.device).to(probs.dtype)
-            out[i, :, s:e] = torch.bmm(probs, v[i, :, :m])
+            out[i:j, :, s:e] = _product(probs, v[i:j, :, :m])
     return out, lse.squeeze(-1)
 
 

@@ -3,7 +3,7 @@
 Forward: the fused CPU flash kernel (a private aten op) with ``w * R`` as a float mask, which also
 gives each row's log-sum-exp; the mask is made for that call only. The kernel gives no gradient for
 its mask, and its own backward would need a second pass for it, so the backward is
-``blockwise.attention_backward``: one pass over blocks of query rows, one example at a time, that
+``blockwise.attention_backward``: one pass over blocks of query rows (of groups of examples), that
 recomputes the probabilities from the saved log-sum-exp and gives dq, dk, dv, the terms' gradients
 (R's summed over the batch) and the mixture weights' gradients together: faster than the kernel's
 own backward plus a pass for R (figures: docs/bench/kernels.md). The kernel's forward stays:
