@@ -4,8 +4,8 @@ For every :class:`SynthesizerAttention` layer: when all its components are input
 (``random``, ``fixed_random``, ``factorized_random``, as the registry says) the map is ``softmax(R)`` itself (with the
 layer's causal mask), the same for every input; otherwise it is the layer's attention weights on a
 fixed sample input (a sentence; on a generated corpus, its first test row, so a recall model is
-read on a recall example), read at that layer's real input (captured with a forward pre-hook while the
-whole model runs). Maps are cut to the first ``n`` positions and rounded, to keep the JSON small.
+read on a recall example), read at that layer's real input and the position bias (relative, alibi) its stack handed it (both captured
+with a forward pre-hook while the whole model runs). Maps are cut to the first ``n`` positions and rounded, to keep the JSON small.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ def attention_maps(model: nn.Module, token_ids: list[int], n: int = 24, digits: 
     inputs: dict[str, torch.Tensor] = {}
 
     def keep(name):
-        def hook(module, args, kwargs):
-            inputs[name] = args[0] if args else kwargs["x"]
+        def hook(module, args, kwargs):  # the layer's input, and the position bias its stack handed it (or None)
+            given = inspect.signature(module.forward).bind(*args, **kwargs).arguments
+            inputs[name] = given["x"], given.get("position_bias")
         return hook
 
     handles = [m.register_forward_pre_hook(keep(name), with_kwargs=True) for name, m in layers]
@@ -63,10 +64,10 @@ def attention_maps(model: nn.Module, token_ids: list[int], n: int = 24, digits: 
     maps = []
     for name, layer in layers:
         fixed = all(registry.spec(c).input_independent for c in layer.components)
-        x = inputs.get(name)
-        if x is None:  # a layer the forward pass skipped (e.g. a decoder run without targets)
+        if name not in inputs:  # a layer the forward pass skipped (e.g. a decoder run without targets)
             continue
-        probs = layer.attention_weights(x[:1, :n])[0]
+        x, position_bias = inputs[name]
+        probs = layer.attention_weights(x, position_bias=position_bias)[0]
         stack, index = layer_place(name)
         maps.append({"layer": name, "stack": stack, "index": index, "kind": layer.kind,
                      "source": "softmax(R), the same for every input" if fixed else "sample input",
