@@ -710,3 +710,22 @@ def test_render_keeps_the_lead_and_counts_a_folder_merged_with_itself_once(tmp_p
     assert again.lead == [tuple(item) for item in saved["lead"]]
     assert "## What the attention learned" in (tmp_path / "a" / "report.md").read_text()
     assert again.wall_time_s == saved["wall_time_s"] and again.sessions == saved["sessions"]
+
+
+def test_maps_that_could_not_be_read_are_tried_again_when_the_comparison_resumes(tmp_path):
+    def failing_for_random(run_dir):
+        if json.loads((run_dir / "result.json").read_text())["attention"] == "random":
+            raise RuntimeError("no checkpoint")
+        return load_fn(run_dir)
+
+    lines = []
+    run_comparison("lm", "quick", out=tmp_path, run_fn=FakeRunner(), config_fn=config_fn, load_fn=failing_for_random,
+                   log=lines.append, kinds=["vanilla", "random"], baselines=[])
+    assert "no attention maps for random (runs/lm-sotu/random/seed0): RuntimeError: no checkpoint (tried again when " \
+           "the comparison resumes)" in lines
+    assert set(Results.load(tmp_path).attention["lm-sotu"]) == {"vanilla"}
+    runner = FakeRunner()
+    results, _ = run(tmp_path, runner, kinds=["vanilla", "random"])
+    assert runner.calls == []  # every run read back: only the missing maps are made
+    maps = Results.load(tmp_path).attention["lm-sotu"]
+    assert set(maps) == {"vanilla", "random"} and maps["random"][0]["source"].startswith("softmax(R)")

@@ -307,8 +307,9 @@ class _Session:
         write_and_print(self.results, out, self.log, raw=out / FILENAME)
 
     def _add_attention_maps(self, only: dict | None = None) -> None:
-        """Attention maps of the first seed of every kind that trained, once (kept in results.json); ``only``:
-        of that run record alone, if its kind has none yet."""
+        """Attention maps of the first seed of every kind that trained, once (kept in results.json; where reading
+        them failed, none is kept and the next resume tries again); ``only``: of that run record alone, if its kind
+        has none yet."""
         results, out = self.results, self.comparison.out
         for run in [only] if only is not None else sorted(results.runs, key=lambda r: r.get("seed", 0)):
             if failed(run) or "run_dir" not in run:
@@ -318,6 +319,6 @@ class _Session:
                 continue
             try:
                 maps[run["attention"]] = run_attention_maps(out / run["run_dir"], self.hooks.load_fn)
-            except Exception as e:  # a missing checkpoint only costs the heatmap
-                self.log(f"no attention maps for {run['attention']} ({run['run_dir']}): {type(e).__name__}: {e}")
-                maps[run["attention"]] = []
+            except Exception as e:  # a missing checkpoint only costs the heatmap; nothing is stored, so a resume tries again
+                self.log(f"no attention maps for {run['attention']} ({run['run_dir']}): {type(e).__name__}: {e} "
+                         "(tried again when the comparison resumes)")
