@@ -194,6 +194,10 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     report = (tmp_path / "report.md").read_text()
     assert "(a) Vanilla with each position scheme" in report and "rope (the strongest)" in report
     assert "(d) Learning rates" in report and "(c) The claims against the strongest tuned vanilla" in report
+    # what tuning changed: seed 0's loss at the preset's rate (3e-3) against the chosen one's, and the order
+    assert "| kind | at 0.003 | chosen rate | at the chosen rate | change |" in report
+    assert "| random | 4.2229 | 0.01 | 3.7000 | -0.5229 |" in report and "| vanilla | 3.7000 | 0.003 | 3.7000 | +0.0000 |" in report
+    assert "Tuning left the kinds' order by seed 0's validation loss as it was: vanilla, random, none (lowest first)." in report
     # the link to the tuned comparison's report, from the study's folder, leads to it
     link = re.search(r"\[the tuned comparison's report\]\(([^)]+)\)", report).group(1)
     assert link == "lm-sotu-small/tuned/report.md" and (tmp_path / link).is_file()
@@ -270,3 +274,16 @@ def test_the_recall_preset_sweeps_zoologys_rates_at_three_widths():
     assert recall.lrs == (1e-4, 4.6e-4, 2.2e-3, 1e-2) and recall.widths == (32, 64, 128)
     cfg = ExperimentConfig.from_file("diag-mqar-zoology-128-small", [])
     assert cfg.train.stop_metric == "accuracy" and cfg.train.stop_at == 0.99 and cfg.model["max_len"] == 128
+
+
+def test_what_tuning_changed_says_when_the_order_of_the_kinds_moved():
+    from synthesizer.report.rates import change_blocks, tuning_changes
+
+    losses = {"a": {"0.003": 4.0, "0.01": 3.9}, "b": {"0.003": 4.1, "0.01": 3.5}, "c": {"0.01": 3.0}}
+    chosen = {"a": 0.01, "b": 0.01, "c": 0.01}
+    assert tuning_changes(losses, chosen, 3e-3) == [("a", 4.0, 0.01, 3.9), ("b", 4.1, 0.01, 3.5)]  # c: not at 3e-3
+    blocks = change_blocks(losses, chosen, 3e-3)
+    assert blocks[-1] == ("p", "Tuning changed the kinds' order by seed 0's validation loss (lowest first): a, b at "
+                               "the preset's rate; b, a each at its own.")
+    assert tuning_changes(losses, chosen, 1e-3) is None and change_blocks(losses, chosen, 1e-3) == []
+    assert change_blocks(losses, {}, 3e-3) == []  # nothing chosen yet

@@ -12,7 +12,8 @@ those files alone and writes ``ROOT/report.md`` (and .html). Per task:
 (b) dense+vanilla against the strongest tuned vanilla: the difference with its interval, and as a share
     of vanilla's gain over ``none`` (attention's whole contribution);
 (c) the claims' verdicts on ``tuned/`` (its report gives the reasons);
-(d) the validation loss of every kind at every rate of the sweep, and the rate it took;
+(d) the validation loss of every kind at every rate of the sweep, the rate it took, and what that changed
+    against the preset's rate (each kind's loss, and the kinds' order);
 and each kind with at least 10% more parameters than vanilla against a vanilla of its size, with the claims
 judged again with that vanilla in the tuned vanilla's place.
 """
@@ -72,6 +73,16 @@ def _metric(results: Results | None) -> tuple[str, bool]:
         if not failed(r):
             return r["primary_metric"], r["higher_is_better"]
     return "score", True
+
+
+def _preset_rate(results: Results | None) -> float | None:
+    """The learning rate the position schemes' vanilla trained at (the preset's, every kind's before the
+    sweep), or None where no run of theirs records one."""
+    for r in results.runs if results else []:
+        rate = ((r.get("config") or {}).get("train") or {}).get("lr")
+        if rate is not None:
+            return float(rate)
+    return None
 
 
 def _mean_std(values: list[float]) -> str:
@@ -201,7 +212,8 @@ def _task_blocks(folder: Path, before: list[Results]) -> list[Block]:
         best = None
     blocks += _scheme_blocks(schemes, best, metric, better)
     blocks += sweep_blocks(tuning, ("h3", "(d) Learning rates"),  # one task per folder: one plot
-                           lambda key: folder.parent / f"rates_{folder.name}.png")
+                           lambda key: folder.parent / f"rates_{folder.name}.png",
+                           _preset_rate(schemes.get(best) if best else None))
     if tuned is not None:
         blocks += _tuned_blocks(tuned, metric, better, before, f"{folder.name}/{TUNED}/report.md")
         blocks += _matched_blocks(folder, tuned, study.get("matched_d_ff") or {}, metric)

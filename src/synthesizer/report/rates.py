@@ -10,9 +10,48 @@ from . import plots
 from .render import Block
 
 
-def sweep_blocks(tuning: dict, heading: Block, plot_path: Callable[[str], Path]) -> list[Block]:
+def tuning_changes(losses: dict[str, dict[str, float | None]], chosen: dict[str, float],
+                   base: float) -> list[tuple[str, float, float, float]] | None:
+    """(kind, loss at the ``base`` rate, chosen rate, loss at it) of every kind that finished at both, in
+    the sweep's order; None where no kind did (``base`` not in the grid, or nothing chosen yet)."""
+    rows = []
+    for kind, by_rate in losses.items():
+        at_base, rate = by_rate.get(repr(float(base))), chosen.get(kind)
+        at_chosen = None if rate is None else by_rate.get(repr(float(rate)))
+        if at_base is not None and at_chosen is not None:
+            rows.append((kind, at_base, rate, at_chosen))
+    return rows or None
+
+
+def _order(rows: list[tuple[str, float]]) -> str:
+    return ", ".join(kind for kind, _ in sorted(rows, key=lambda row: row[1]))
+
+
+def change_blocks(losses: dict, chosen: dict, base: float) -> list[Block]:
+    """What tuning changed, from the sweep's seed 0: each kind's validation loss at the ``base`` rate (the
+    preset's, where every kind trained before the sweep) and at its chosen rate, and whether the kinds' order
+    by that loss moved; [] where ``tuning_changes`` finds nothing to compare."""
+    rows = tuning_changes(losses, chosen, base)
+    if rows is None:
+        return []
+    before, after = _order([(k, b) for k, b, _, _ in rows]), _order([(k, a) for k, _, _, a in rows])
+    order = (f"Tuning left the kinds' order by seed 0's validation loss as it was: {before} (lowest first)."
+             if before == after else
+             f"Tuning changed the kinds' order by seed 0's validation loss (lowest first): {before} at the preset's "
+             f"rate; {after} each at its own.")
+    return [("p", f"What tuning changed: seed 0's validation loss at the preset's rate ({base!r}, every kind's "
+                  "rate before the sweep) and at the kind's chosen rate."),
+            ("table", ["kind", f"at {base!r}", "chosen rate", "at the chosen rate", "change"],
+             [[kind, f"{b:.4f}", repr(rate), f"{a:.4f}", f"{a - b:+.4f}"] for kind, b, rate, a in rows]),
+            ("p", order)]
+
+
+def sweep_blocks(tuning: dict, heading: Block, plot_path: Callable[[str], Path],
+                 base: float | None = None) -> list[Block]:
     """``heading``, then the sweep's table and its plots (one per task group ``key``, drawn at
-    ``plot_path(key)``, beside the report); [] where ``tuning`` (tuning.json's content) has no losses."""
+    ``plot_path(key)``, beside the report), and, given the ``base`` rate every kind trained at before the
+    sweep, what tuning changed (``change_blocks``, per task group); [] where ``tuning`` (tuning.json's
+    content) has no losses."""
     if not tuning.get("valid_loss"):
         return []
     chosen_by_key = tuning.get("chosen") or {}
@@ -38,4 +77,6 @@ def sweep_blocks(tuning: dict, heading: Block, plot_path: Callable[[str], Path])
                   "and the rate each kind then trained every seed at (the lowest validation loss). A kind whose "
                   "best rate was an end of the grid was also tried past it, until its best had a rate on each "
                   "side (or a run that diverged)."),
-            ("table", [*(["task"] if several else []), "kind", *lrs, "chosen"], rows), *pictures]
+            ("table", [*(["task"] if several else []), "kind", *lrs, "chosen"], rows), *pictures,
+            *[block for key, kinds in tuning["valid_loss"].items() if base is not None and done
+              for block in change_blocks(kinds, chosen_by_key.get(key, {}), base)]]
