@@ -23,8 +23,9 @@ def tuning_changes(losses: dict[str, dict[str, float | None]], chosen: dict[str,
     return rows or None
 
 
-def _order(rows: list[tuple[str, float]]) -> str:
-    return ", ".join(kind for kind, _ in sorted(rows, key=lambda row: row[1]))
+def _order(rows: list[tuple[str, float]]) -> list[str]:
+    """The kinds by their loss, the lowest first."""
+    return [kind for kind, _ in sorted(rows, key=lambda row: row[1])]
 
 
 def change_blocks(losses: dict, chosen: dict, base: float) -> list[Block]:
@@ -35,10 +36,10 @@ def change_blocks(losses: dict, chosen: dict, base: float) -> list[Block]:
     if rows is None:
         return []
     before, after = _order([(k, b) for k, b, _, _ in rows]), _order([(k, a) for k, _, _, a in rows])
-    order = (f"Tuning left the kinds' order by seed 0's validation loss as it was: {before} (lowest first)."
-             if before == after else
-             f"Tuning changed the kinds' order by seed 0's validation loss (lowest first): {before} at the preset's "
-             f"rate; {after} each at its own.")
+    order = (f"Tuning left the kinds' order by seed 0's validation loss as it was: {', '.join(before)} (lowest "
+             "first)." if before == after else
+             f"Tuning changed the kinds' order by seed 0's validation loss (lowest first): {', '.join(before)} at the "
+             f"preset's rate; {', '.join(after)} each at its own.")
     return [("p", f"What tuning changed: seed 0's validation loss at the preset's rate ({base!r}, every kind's "
                   "rate before the sweep) and at the kind's chosen rate."),
             ("table", ["kind", f"at {base!r}", "chosen rate", "at the chosen rate", "change"],
