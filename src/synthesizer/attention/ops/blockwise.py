@@ -174,12 +174,10 @@ def attention_backward(q: Tensor, k: Tensor, v: Tensor, terms: Terms, out: Tenso
     ``P = exp(q k^T + bias - lse)`` (the block's rows of the bias, formed once for all examples, ride
     in the matmul's accumulator; the lse is subtracted in place), ``dS = P * (dO v^T * keep - delta)``
     with ``delta = rowsum(dO * out)`` computed once per row, and every gradient accumulated into its
-    final buffer. Where a group is one example (long sequences), the operands are (H, rows, d)
-    matrices with a row stride, which the batched products take as they are: no copy of the layer's
-    head-split views (a batch-and-heads product would copy them on every block), and the gradients
-    keep the inputs' layout; a group of several (short sequences) is one broadcasting product, whose
-    copies cost less than a Python step per example.
-    The features' weight ``w_q`` is applied per block, so no weighted copy of q exists.
+    final buffer. One example a step (long sequences), the operands are (H, rows, d) matrices with a
+    row stride, taken as they are by the batched products (``_product``): no copy of the head-split
+    views, and the gradients keep the inputs' layout. The features' weight ``w_q`` is applied per
+    block, so no weighted copy of q exists.
     """
     b, h, n, _ = q.shape
     rows = _block_rows(h, n)
