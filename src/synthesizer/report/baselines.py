@@ -213,7 +213,7 @@ def _task_blocks(folder: Path, before: list[Results]) -> list[Block]:
     blocks += _scheme_blocks(schemes, best, metric, better)
     blocks += sweep_blocks(tuning, ("h3", "(d) Learning rates"),  # one task per folder: one plot
                            lambda key: folder.parent / f"rates_{folder.name}.png",
-                           _preset_rate(schemes.get(best) if best else None))
+                           _preset_rate(schemes.get(best)))
     if tuned is not None:
         blocks += _tuned_blocks(tuned, metric, better, before, f"{folder.name}/{TUNED}/report.md")
         blocks += _matched_blocks(folder, tuned, study.get("matched_d_ff") or {}, metric)

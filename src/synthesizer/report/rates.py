@@ -73,11 +73,13 @@ def sweep_blocks(tuning: dict, heading: Block, plot_path: Callable[[str], Path],
                             else "—" if losses[lr] is None else f"{losses[lr]:.4f}") for lr in lrs],
                          ("the preset's (none finished)" if chosen is None else repr(chosen))
                          + ("" if done else " (so far)")])
+    changes: list[Block] = []
+    if base is not None and done:  # what tuning changed, once every choice is final
+        for key, kinds in tuning["valid_loss"].items():
+            changes += change_blocks(kinds, chosen_by_key.get(key, {}), base)
     return [heading,
             ("p", "Validation loss of seed 0 at each rate of the sweep (— where the run diverged or failed), "
                   "and the rate each kind then trained every seed at (the lowest validation loss). A kind whose "
                   "best rate was an end of the grid was also tried past it, until its best had a rate on each "
                   "side (or a run that diverged)."),
-            ("table", [*(["task"] if several else []), "kind", *lrs, "chosen"], rows), *pictures,
-            *[block for key, kinds in tuning["valid_loss"].items() if base is not None and done
-              for block in change_blocks(kinds, chosen_by_key.get(key, {}), base)]]
+            ("table", [*(["task"] if several else []), "kind", *lrs, "chosen"], rows), *pictures, *changes]
