@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
@@ -176,10 +177,18 @@ def _share_table(by_width: dict[int, Group], widths: list[int]) -> tuple[Block, 
     return ("table", ["kind", *[f"width {w}" for w in widths]], rows), readings
 
 
-def _sweep_table(study: Study, key: str, widths: list[int]) -> Block | None:
-    """Per kind and width: the best test score of seed 0 over the swept rates (and that rate), and the
-    rate the protocol chose by validation; None where no width swept learning rates."""
-    best: dict[str, dict[int, str]] = {}
+@dataclass(frozen=True)
+class BestRate:
+    """A kind's best test score of seed 0 over the rates one width swept (best by test, as Zoology reports it)."""
+
+    value: float
+    lr: str  # the rate as its folder names it
+    chosen: float | None  # the rate the protocol chose by validation loss for every seed
+
+
+def best_over_rates(study: Study, key: str, widths: list[int]) -> dict[str, dict[int, BestRate]]:
+    """``{kind: {width: BestRate}}`` of task ``key``; a width that swept no learning rates has none."""
+    best: dict[str, dict[int, BestRate]] = {}
     for w in widths:
         root = study.root / f"{WIDTH_PREFIX}{w}"
         if not (root / TUNING_FILE).is_file():
@@ -196,12 +205,15 @@ def _sweep_table(study: Study, key: str, widths: list[int]) -> Block | None:
                     scores.setdefault(r["attention"], []).append((sign * value, folder.name[len(LR_PREFIX):], sign))
         for kind, found in scores.items():
             signed, lr, sign = max(found)
-            picked = chosen.get(kind)
-            best.setdefault(kind, {})[w] = f"{sign * signed:.3g} ({lr}; chosen {picked!r})"
-    if not best:
-        return None
+            best.setdefault(kind, {})[w] = BestRate(sign * signed, lr, chosen.get(kind))
+    return best
+
+
+def _sweep_table(best: dict[str, dict[int, BestRate]], widths: list[int]) -> Block:
+    """Per kind and width: the best test score over the swept rates, its rate, and the rate chosen by validation."""
     return ("table", ["kind", *[f"width {w}" for w in widths]],
-            [[kind, *(cells.get(w, "—") for w in widths)] for kind, cells in best.items()])
+            [[kind, *(f"{cells[w].value:.3g} ({cells[w].lr}; chosen {cells[w].chosen!r})" if w in cells else "—"
+                      for w in widths)] for kind, cells in best.items()])
 
 
 def _learned_table(by_width: dict[int, Group], study: Study, key: str, widths: list[int]) -> Block:
@@ -289,13 +301,13 @@ def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
                          "does not mean a run has finished learning: a seed that has not learned the task says "
                          "\"not within this budget\", not \"cannot\"."),
                    _learned_table(by_width, study, key, widths)]
-    sweep = _sweep_table(study, key, widths)
-    if sweep is not None:
+    best = best_over_rates(study, key, widths)
+    if best:
         blocks += [("h3", "Best over learning rates (seed 0)"),
                    ("p", f"Each kind's test {first.metric} at the best of the learning rates swept (the rate in "
                          "brackets; best by test, as Zoology reports it), from the sweep's first seed, beside the "
                          "rate the protocol chose by validation loss for every seed (the tables above)."),
-                   sweep]
+                   _sweep_table(best, widths)]
     learning = _learning_items(by_width)
     if learning:
         blocks += [("h3", "Did vanilla flatten?"), ("list", learning)]
