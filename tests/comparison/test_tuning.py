@@ -12,6 +12,7 @@ from synthesizer.comparison.baselines import matched_d_ff, strongest
 from synthesizer.comparison.command import plan_commands
 from synthesizer.comparison.study import Options, resolve
 from synthesizer.comparison.tuning import TUNING_FILE, choose
+from synthesizer.runs.files import group_key
 from synthesizer.runs.results import Results
 from synthesizer.tasks.config import ExperimentConfig
 
@@ -267,6 +268,9 @@ def test_a_scale_study_with_a_sweep_tunes_every_width_and_reports_the_best_rate(
     assert "[width 16](width-16/tuned/report.md)" in report
     # random is best at 1e-2 of the two rates; its cell names the best rate and the chosen one
     assert "(0.01; chosen 0.01)" in report and "(0.001; chosen 0.001)" in report
+    run = Results.load(tmp_path / "width-16" / "tuned").runs[0]
+    plot = f"best_rate_{group_key(run['task'], run['data'])}.png"  # Zoology's figure: best over rates against width
+    assert (tmp_path / plot).stat().st_size > 1000 and f"]({plot})" in report
 
 
 def test_the_recall_preset_sweeps_zoologys_rates_at_three_widths():

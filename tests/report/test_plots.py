@@ -105,3 +105,19 @@ def test_every_kind_of_the_presets_has_a_colour_of_its_own_and_a_stack_s_layer_o
     assert len({kind_color(k) for k in kinds}) == len(kinds)
     # a user's own stacks: the same layers in another order are another colour (the sum of the letters was not)
     assert kind_color("dense,vanilla,dense") != kind_color("vanilla,dense,dense")
+
+
+def test_best_over_rates_draws_one_line_per_kind_against_width_on_a_log_axis(tmp_path):
+    best = {"vanilla": {32: 0.2, 64: 0.6, 128: 1.0}, "random": {32: 0.002, 128: 0.002}}
+    fig = plots.best_over_rates_figure(best, "accuracy", True, "mqar")
+    (ax,) = fig.axes
+    vanilla, random = ax.get_lines()
+    assert (vanilla.get_label(), random.get_label()) == ("vanilla", "random")
+    assert list(vanilla.get_ydata()) == [0.2, 0.6, 1.0] and list(random.get_ydata()) == [0.002, 0.002]
+    # the kinds sit a little apart on the width axis, each around its widths, so equal scores stay visible
+    assert vanilla.get_xdata()[0] != random.get_xdata()[0]
+    assert all(abs(x / w - 1) < 0.05 for x, w in zip(vanilla.get_xdata(), (32, 64, 128)))
+    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["32", "64", "128"]
+    assert "higher is better" in ax.get_ylabel()
+    assert plots.best_over_rates_figure({"vanilla": {32: 0.5}}, "accuracy", True, "one width") is None
+    assert plots.plot_best_over_rates(best, "accuracy", True, "mqar", tmp_path / "b.png").stat().st_size > 1000

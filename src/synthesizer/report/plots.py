@@ -1,7 +1,8 @@
 """The report's PNG plots (matplotlib, headless): curves, metric vs speed, attention heatmaps, mixture weights.
 
 Each ``plot_*`` function draws one figure from raw numbers (run records, a :class:`Group`, attention maps)
-and saves it; ``curves_figure``, ``attention_figure`` and ``attention_panels_figure`` return theirs unsaved (for checks on the figure).
+and saves it; ``curves_figure``, ``attention_figure``, ``attention_panels_figure`` and ``best_over_rates_figure``
+return theirs unsaved (for checks on the figure).
 Nothing here trains or loads a model.
 """
 
@@ -191,6 +192,36 @@ def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
     fig.suptitle(f"{first.key} against model width")
     return _save(fig, path)
 
+
+
+def best_over_rates_figure(best: dict[str, dict[int, float]], metric: str, higher_is_better: bool, title: str):
+    """Zoology's figure: each kind's best test score of seed 0 over the swept learning rates against model width
+    (``best[kind][width]``), one line per kind; None with fewer than two widths."""
+    widths = sorted({w for cells in best.values() for w in cells})
+    if len(widths) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for i, (kind, cells) in enumerate(best.items()):
+        dodge = SCALE_DODGE ** (i - (len(best) - 1) / 2)  # equal scores (chance, 1.0) do not hide each other
+        points = sorted(cells.items())
+        ax.plot([w * dodge for w, _ in points], [v for _, v in points], marker="o", color=kind_color(kind), label=kind)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(widths, [str(w) for w in widths])
+    ax.minorticks_off()
+    ax.set_xlim(widths[0] / 1.3, widths[-1] * 1.3)
+    ax.set_xlabel("model width (d_model)")
+    ax.set_ylabel(f"best test {metric} over the rates ({'higher' if higher_is_better else 'lower'} is better)")
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return fig
+
+
+def plot_best_over_rates(best: dict[str, dict[int, float]], metric: str, higher_is_better: bool, title: str,
+                         path: Path) -> Path | None:
+    """:func:`best_over_rates_figure`, saved to ``path``; None with fewer than two widths."""
+    fig = best_over_rates_figure(best, metric, higher_is_better, title)
+    return None if fig is None else _save(fig, path)
 
 ATTENTION_COLUMNS = 4  # heatmaps per row: wider figures shrink every panel on a page
 

@@ -14,6 +14,8 @@ task it shows, at each width:
 * on a recall task (a diagnostic corpus), how many seeds of each kind learned it (test accuracy at least
   ``LEARNED_ACCURACY``), and the widths where vanilla itself missed it: a share above 100% there may say
   that vanilla failed rather than that the kind does more than attention;
+* where the widths swept learning rates (the ``recall`` preset), each kind's best test score of seed 0 over
+  the rates against width, as a table and a plot (Zoology's figure);
 * the compute: parameters, tokens, a FLOPs estimate and the wall time;
 * the claims' verdicts at each width, as each width's own report gives them, and per claim the shares
   of its kinds on each task it applies to, with their trend: what the claim's check reads, at every width.
@@ -216,6 +218,25 @@ def _sweep_table(best: dict[str, dict[int, BestRate]], widths: list[int]) -> Blo
                       for w in widths)] for kind, cells in best.items()])
 
 
+def _best_blocks(study: Study, key: str, widths: list[int], first: Group, folder: Path) -> list[Block]:
+    """Each kind's best test score of seed 0 over the swept rates against width, as a plot and a table (none
+    where no width swept learning rates)."""
+    best = best_over_rates(study, key, widths)
+    if not best:
+        return []
+    blocks: list[Block] = [("h3", "Best over learning rates (seed 0)")]
+    plot = plots.plot_best_over_rates({kind: {w: b.value for w, b in cells.items()} for kind, cells in best.items()},
+                                      first.metric, first.higher_is_better, f"{key}: best over learning rates",
+                                      folder / f"best_rate_{key}.png")
+    if plot is not None:
+        blocks.append(("img", plot.name, f"{key}: each kind's best test {first.metric} of seed 0 over the learning "
+                                         "rates against width"))
+    return blocks + [("p", f"Each kind's test {first.metric} at the best of the learning rates swept (the rate in "
+                           "brackets; best by test, as Zoology reports it), from the sweep's first seed, beside the "
+                           "rate the protocol chose by validation loss for every seed (the tables above)."),
+                     _sweep_table(best, widths)]
+
+
 def _learned_table(by_width: dict[int, Group], study: Study, key: str, widths: list[int]) -> Block:
     """Seeds that learned the recall task (test accuracy >= LEARNED_ACCURACY), per kind and width."""
     kinds = list(dict.fromkeys(row.kind for g in by_width.values() for row in g.rows))
@@ -301,13 +322,7 @@ def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
                          "does not mean a run has finished learning: a seed that has not learned the task says "
                          "\"not within this budget\", not \"cannot\"."),
                    _learned_table(by_width, study, key, widths)]
-    best = best_over_rates(study, key, widths)
-    if best:
-        blocks += [("h3", "Best over learning rates (seed 0)"),
-                   ("p", f"Each kind's test {first.metric} at the best of the learning rates swept (the rate in "
-                         "brackets; best by test, as Zoology reports it), from the sweep's first seed, beside the "
-                         "rate the protocol chose by validation loss for every seed (the tables above)."),
-                   _sweep_table(best, widths)]
+    blocks += _best_blocks(study, key, widths, first, folder)
     learning = _learning_items(by_width)
     if learning:
         blocks += [("h3", "Did vanilla flatten?"), ("list", learning)]
