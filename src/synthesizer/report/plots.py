@@ -144,6 +144,22 @@ def _share_bars(ax, points: list[tuple[int, object]], **style) -> None:
 SCALE_DODGE = 1.03  # kinds' horizontal offset on the log width axis, as a factor per kind
 
 
+def _dodge(i: int, n: int) -> float:
+    """The factor that sets the i-th of n kinds a little apart on a log width axis, so equal scores (chance, 1.0)
+    do not hide each other."""
+    return SCALE_DODGE ** (i - (n - 1) / 2)
+
+
+def _width_axis(ax, widths: list[int]) -> None:
+    """A model-width x axis: log 2, a tick at each width measured, a grid."""
+    ax.set_xlim(widths[0] / 1.3, widths[-1] * 1.3)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(widths, [str(w) for w in widths])
+    ax.minorticks_off()
+    ax.set_xlabel("model width (d_model)")
+    ax.grid(alpha=0.3)
+
+
 def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
     """A task of a scale study against model width: each kind's test score (seed std), its share of what
     vanilla's attention adds (95% intervals) and ``none``'s kept share of vanilla's gain over the trivial
@@ -155,8 +171,7 @@ def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
     kinds = list(dict.fromkeys(row.kind for w in widths for row in by_width[w].rows))
     fig, (score, share, floor) = plt.subplots(1, 3, figsize=(14, 4.2), layout="constrained")
     for i, kind in enumerate(kinds):
-        # Each kind a little apart on the (log) width axis, so equal scores do not hide each other's bars.
-        dodge = SCALE_DODGE ** (i - (len(kinds) - 1) / 2)
+        dodge = _dodge(i, len(kinds))
         rows = [(w, by_width[w].row(kind)) for w in widths]
         rows = [(w, r) for w, r in rows if r is not None and r.metric_mean is not None]
         if rows:
@@ -174,12 +189,7 @@ def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
     for ax, drawn in ((score, True), (share, bool(share.lines)), (floor, bool(kept))):
         if not drawn:
             ax.text(0.5, 0.5, "no gain of vanilla's to share", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xlim(widths[0] / 1.3, widths[-1] * 1.3)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(widths, [str(w) for w in widths])
-        ax.minorticks_off()
-        ax.set_xlabel("model width (d_model)")
-        ax.grid(alpha=0.3)
+        _width_axis(ax, widths)
     score.set_ylabel(f"test {first.metric} ({'higher' if first.higher_is_better else 'lower'} is better)")
     score.legend(fontsize=7)
     share.axhline(1.0, color="grey", lw=0.8, ls="--")
@@ -193,7 +203,6 @@ def plot_scale(by_width: dict[int, Group], path: Path) -> Path | None:
     return _save(fig, path)
 
 
-
 def best_over_rates_figure(best: dict[str, dict[int, float]], metric: str, higher_is_better: bool, title: str):
     """Zoology's figure: each kind's best test score of seed 0 over the swept learning rates against model width
     (``best[kind][width]``), one line per kind; None with fewer than two widths."""
@@ -202,16 +211,11 @@ def best_over_rates_figure(best: dict[str, dict[int, float]], metric: str, highe
         return None
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for i, (kind, cells) in enumerate(best.items()):
-        dodge = SCALE_DODGE ** (i - (len(best) - 1) / 2)  # equal scores (chance, 1.0) do not hide each other
         points = sorted(cells.items())
-        ax.plot([w * dodge for w, _ in points], [v for _, v in points], marker="o", color=kind_color(kind), label=kind)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(widths, [str(w) for w in widths])
-    ax.minorticks_off()
-    ax.set_xlim(widths[0] / 1.3, widths[-1] * 1.3)
-    ax.set_xlabel("model width (d_model)")
+        ax.plot([w * _dodge(i, len(best)) for w, _ in points], [v for _, v in points], marker="o",
+                color=kind_color(kind), label=kind)
+    _width_axis(ax, widths)
     ax.set_ylabel(f"best test {metric} over the rates ({'higher' if higher_is_better else 'lower'} is better)")
-    ax.grid(alpha=0.3)
     ax.set_title(title)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return fig
@@ -222,6 +226,7 @@ def plot_best_over_rates(best: dict[str, dict[int, float]], metric: str, higher_
     """:func:`best_over_rates_figure`, saved to ``path``; None with fewer than two widths."""
     fig = best_over_rates_figure(best, metric, higher_is_better, title)
     return None if fig is None else _save(fig, path)
+
 
 ATTENTION_COLUMNS = 4  # heatmaps per row: wider figures shrink every panel on a page
 
