@@ -99,3 +99,16 @@ def test_dropout_is_active_in_training_only():
 def test_unknown_family():
     with pytest.raises(ValueError, match="'bert'.*lm, seq2seq, classifier"):
         build_model("bert", tiny())
+
+
+def test_logits_at_gives_the_masked_positions_logits_and_checks_the_mask():
+    torch.manual_seed(0)
+    lm = LanguageModel(tiny(attention="dense+vanilla")).eval()
+    ids, mask = padded()
+    at = torch.rand(ids.shape) < 0.3
+    torch.testing.assert_close(lm(ids, mask, logits_at=at), lm(ids, mask)[at])
+    assert lm(ids, logits_at=torch.zeros_like(at)).shape == (0, 50)
+    with pytest.raises(ValueError, match=r"boolean mask of shape \(3, 10\).*int64 \(3, 10\)"):
+        lm(ids, logits_at=at.long())
+    with pytest.raises(ValueError, match=r"boolean mask of shape \(3, 10\).*\(3, 9\)"):
+        lm(ids, logits_at=at[:, :9])

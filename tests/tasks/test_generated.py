@@ -10,6 +10,7 @@ from torch import nn
 
 from synthesizer.data import generated as g
 from synthesizer.data.sources import load_corpus
+from synthesizer.models import ModelConfig, build_model
 from synthesizer.tasks import ExperimentConfig, evaluate_run, run_experiment
 from synthesizer.tasks.answer_lm import IGNORE, AnswerLMTask
 from synthesizer.tasks.data import task_class
@@ -80,8 +81,9 @@ class ConstantLM(nn.Module):
         self.bias = nn.Parameter(torch.zeros(vocab))
         self.bias.data[choice] = 1.0
 
-    def forward(self, ids, padding_mask=None):
-        return self.bias.expand(*ids.shape, -1)
+    def forward(self, ids, padding_mask=None, logits_at=None):
+        logits = self.bias.expand(*ids.shape, -1)
+        return logits if logits_at is None else logits[logits_at]
 
 
 def test_accuracy_is_the_per_example_fraction_of_right_answers():
@@ -109,3 +111,35 @@ def test_majority_baseline_predicts_the_most_frequent_training_answer():
     top = max(sorted(counts), key=counts.get)
     got = task.metrics(ConstantLM(task.tok.vocab_size, top), "test")["accuracy"]
     assert task.baselines("test")["majority_accuracy"] == pytest.approx(got)
+
+
+def test_scoring_only_the_answers_matches_the_full_logits():
+    """The task asks the model for the answer positions' logits only; loss, gradients and metrics are
+    those of the full logits masked to the answers."""
+    task = _task("diag-mqar")
+    torch.manual_seed(0)
+    model = build_model("lm", ModelConfig(vocab_size=task.tok.vocab_size, d_model=16, n_heads=2, n_layers=1,
+                                          d_ff=32, max_len=task.max_len, attention="random+vanilla", dropout=0.0))
+    inputs, targets = task._batch("valid", list(range(30)))
+    loss, count = task.step_fn(model, (inputs, targets))
+    loss.backward()
+    fast = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    logits = model(inputs)
+    reference = nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE,
+                                            reduction="sum")
+    reference.backward()
+    assert int(count) == int((targets != IGNORE).sum())
+    torch.testing.assert_close(loss, reference, rtol=1e-5, atol=1e-5)
+    for got, want in zip(fast, (p.grad for p in model.parameters())):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+    with torch.no_grad():
+        logits = model(inputs)
+    scored = targets != IGNORE
+    hits = (logits.argmax(-1) == targets) & scored
+    per_row = hits.sum(1) / scored.sum(1)
+    metrics = task.metrics(model, "valid")
+    assert metrics["accuracy"] == pytest.approx(float(per_row.mean()))
+    assert metrics["token_accuracy"] == pytest.approx(int(hits.sum()) / int(scored.sum()))
+    assert metrics["exact_match"] == pytest.approx(float((per_row == 1).float().mean()))
+    assert metrics["loss"] == pytest.approx(float(reference) / int(scored.sum()), rel=1e-5)

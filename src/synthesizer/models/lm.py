@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from .blocks import (EncoderBlock, Embeddings, bias_for, cached_positions, fit_length, format_param_counts,
@@ -40,10 +41,18 @@ class LanguageModel(nn.Module):
 
     def forward(self, input_ids: Tensor | None, padding_mask: Tensor | None = None, caches: list | None = None, *,
                 positions: Tensor | None = None, inputs_embeds: Tensor | None = None,
-                documents: Tensor | None = None) -> Tensor:
-        """Next-token logits (B, n, vocab)."""
-        return self.head(self.hidden_states(input_ids, padding_mask, caches, positions=positions,
-                                            inputs_embeds=inputs_embeds, documents=documents))
+                documents: Tensor | None = None, logits_at: Tensor | None = None) -> Tensor:
+        """Next-token logits (B, n, vocab); with ``logits_at``, a boolean (B, n) mask, only those
+        positions' logits (k, vocab), row by row: where few positions are scored (the diagnostics'
+        answers) the head over every position would cost as much as the blocks at small widths."""
+        hidden = self.hidden_states(input_ids, padding_mask, caches, positions=positions,
+                                    inputs_embeds=inputs_embeds, documents=documents)
+        if logits_at is not None:
+            if logits_at.shape != hidden.shape[:2] or logits_at.dtype != torch.bool:
+                raise ValueError(f"logits_at must be a boolean mask of shape {tuple(hidden.shape[:2])} (batch, "
+                                 f"length), got {logits_at.dtype} {tuple(logits_at.shape)}")
+            hidden = hidden[logits_at]
+        return self.head(hidden)
 
     def hidden_states(self, input_ids: Tensor | None, padding_mask: Tensor | None = None,
                       caches: list | None = None, *, positions: Tensor | None = None,

@@ -70,7 +70,8 @@ class AnswerLMTask(Task):
     # ------------------------------------------------------------------ training
     def step_fn(self, model: nn.Module, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         inputs, targets = batch
-        return sequence_cross_entropy(model(inputs), targets)
+        scored = targets != IGNORE
+        return sequence_cross_entropy(model(inputs, logits_at=scored), targets[scored])
 
     def train_batches(self, epoch: int, skip: int):
         n = len(self.encoded("train")[0])
@@ -88,12 +89,13 @@ class AnswerLMTask(Task):
         loss, correct, count = 0.0, 0, 0
         for start in range(0, n, self.batch_size):
             inputs, targets = (t.to(device) for t in self._batch(split, list(range(start, min(n, start + self.batch_size)))))
-            logits = model(inputs)
-            loss += float(sequence_cross_entropy(logits, targets)[0])
             scored = targets != IGNORE
-            hit = (logits.argmax(-1) == targets) & scored
-            correct, count = correct + int(hit.sum()), count + int(scored.sum())
-            per_example += (hit.sum(1).float() / scored.sum(1).float()).tolist()
+            logits, answers = model(inputs, logits_at=scored), targets[scored]
+            loss += float(sequence_cross_entropy(logits, answers)[0])
+            hit = (logits.argmax(-1) == answers).float()
+            hits_per_row = hit.new_zeros(len(targets)).index_add_(0, scored.nonzero()[:, 0], hit)
+            correct, count = correct + int(hit.sum()), count + len(answers)
+            per_example += (hits_per_row / scored.sum(1).float()).tolist()
         return loss / count, per_example, correct, count
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
