@@ -194,6 +194,9 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     assert {r["config"]["model"]["d_ff"] for r in wide} == {279} and {r["lr_seen"] for r in wide} == {3e-3}
     report = (tmp_path / "report.md").read_text()
     assert "(a) Vanilla with each position scheme" in report and "rope (the strongest)" in report
+    # each scheme against learned positions and against the chosen one, paired over seeds
+    assert "| rope (the strongest) | 2 | 40.65 ± 0.29 | -14.2 [-15.1, -13.3] | — |" in report
+    assert "| alibi | 2 | 44.93 ± 0.32 | -9.95 [-10.6, -9.31] | +4.28 [+4, +4.55] |" in report
     assert "(d) Learning rates" in report and "(c) The claims against the strongest tuned vanilla" in report
     # what tuning changed: seed 0's loss at the preset's rate (3e-3) against the chosen one's, and the order
     assert "| kind | at 0.003 | chosen rate | at the chosen rate | change |" in report
