@@ -132,7 +132,8 @@ def test_scoring_only_the_answers_matches_the_full_logits():
     assert int(count) == int((targets != IGNORE).sum())
     torch.testing.assert_close(loss, reference, rtol=1e-5, atol=1e-5)
     for got, want in zip(fast, (p.grad for p in model.parameters())):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+        # sums of hundreds of float32 terms in another order: near-zero entries err relative to the largest
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5 * float(want.abs().max()))
     with torch.no_grad():
         logits = model(inputs)
     scored = targets != IGNORE
