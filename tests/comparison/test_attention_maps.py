@@ -28,3 +28,17 @@ def test_each_map_is_the_attention_the_forward_pass_used(model_class, positions)
     assert len(maps) == len(used) == (4 if model_class is EncoderDecoder else 2)
     for got, want in zip(maps, used):
         torch.testing.assert_close(torch.tensor(got["heads"]), want[0], atol=1e-5, rtol=0)
+
+
+def test_reading_the_maps_inside_a_recording_leaves_the_recording_as_it_was():
+    torch.manual_seed(0)
+    model = LanguageModel(ModelConfig(vocab_size=40, d_model=16, n_heads=2, n_layers=2, max_len=12, dropout=0.0,
+                                      attention="dense")).eval()
+    tensor = torch.tensor([list(range(3, 9))])
+    with record(model, attentions=True) as seen:
+        model(tensor)
+        maps = attention_maps(model, list(range(3, 9)))
+        model(tensor)
+    assert len(maps) == 2
+    assert len(seen.attentions["blocks"]) == 4  # two layers, each in both forward passes
+    assert all(block.attn.attention_maps is None for block in model.blocks)

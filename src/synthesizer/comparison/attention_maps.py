@@ -4,8 +4,9 @@ For every :class:`SynthesizerAttention` layer: when all its components are input
 (``random``, ``fixed_random``, ``factorized_random``, as the registry says) the map is ``softmax(R)`` itself (with the
 layer's causal mask), the same for every input; otherwise it is the layer's attention weights on a
 fixed sample input (a sentence; on a generated corpus, its first test row, so a recall model is
-read on a recall example), read at that layer's real input and the position bias (relative, alibi) its stack handed it (both captured
-with a forward pre-hook while the whole model runs). Maps are cut to the first ``n`` positions and rounded, to keep the JSON small.
+read on a recall example): the probabilities the layer's forward pass used while the whole model ran (with
+its real input and the position bias its stack handed it), recorded by the layer itself as ``models.record``
+has it do. Maps are cut to the first ``n`` positions and rounded, to keep the JSON small.
 """
 
 from __future__ import annotations
@@ -40,15 +41,11 @@ def attention_maps(model: nn.Module, token_ids: list[int], n: int = 24, digits: 
         return []
     n = max(1, min(n, len(token_ids), *(m.max_len for _, m in layers)))
     ids = torch.tensor([token_ids[:n]], dtype=torch.long)
-    inputs: dict[str, torch.Tensor] = {}
-
-    def keep(name):
-        def hook(module, args, kwargs):  # the layer's input, and the position bias its stack handed it (or None)
-            given = inspect.signature(module.forward).bind(*args, **kwargs).arguments
-            inputs[name] = given["x"], given.get("position_bias")
-        return hook
-
-    handles = [m.register_forward_pre_hook(keep(name), with_kwargs=True) for name, m in layers]
+    # each layer appends the probabilities its forward pass used (the mechanism models.record uses); a
+    # recording already under way gets its lists back afterwards
+    before = [layer.attention_maps for _, layer in layers]
+    for _, layer in layers:
+        layer.attention_maps = []
     was_training = model.training
     model.eval()
     try:
@@ -56,22 +53,21 @@ def attention_maps(model: nn.Module, token_ids: list[int], n: int = 24, digits: 
             model(ids, ids)
         else:
             model(ids)
+        recorded = [(name, layer, layer.attention_maps) for name, layer in layers]
     finally:
-        for h in handles:
-            h.remove()
+        for (_, layer), maps in zip(layers, before):
+            layer.attention_maps = maps
         model.train(was_training)
 
     maps = []
-    for name, layer in layers:
-        fixed = all(registry.spec(c).input_independent for c in layer.components)
-        if name not in inputs:  # a layer the forward pass skipped (e.g. a decoder run without targets)
+    for name, layer, probs in recorded:
+        if not probs:  # a layer the forward pass skipped (e.g. a decoder run without targets)
             continue
-        x, position_bias = inputs[name]
-        probs = layer.attention_weights(x, position_bias=position_bias)[0]
+        fixed = all(registry.spec(c).input_independent for c in layer.components)
         stack, index = layer_place(name)
         maps.append({"layer": name, "stack": stack, "index": index, "kind": layer.kind,
                      "source": "softmax(R), the same for every input" if fixed else "sample input",
-                     "heads": [[[round(float(v), digits) for v in row] for row in head] for head in probs]})
+                     "heads": [[[round(float(v), digits) for v in row] for row in head] for head in probs[0][0]]})
     return maps
 
 
