@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import os
 import signal
 import time
 import warnings
@@ -148,6 +149,14 @@ def set_threads(threads: int | None) -> None:
         import torch
 
         torch.set_num_threads(threads)
+
+
+def threads_per_run(jobs: int, threads: int | None) -> int | None:
+    """Torch threads for each run: ``threads``, else with several jobs the cores shared out among them (one
+    job: None, torch's choice)."""
+    if jobs > 1:
+        return threads or max(1, (os.cpu_count() or 1) // jobs)
+    return threads
 
 
 def run_one(item: PlannedRun, run_fn: Callable, progress: bool = False) -> tuple[dict | None, float]:

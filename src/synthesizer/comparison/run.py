@@ -38,7 +38,7 @@ from ..runs.code import code_provenance
 from ..runs.files import DATA_FILE, LOG_FILE, read_json, window_speed
 from ..runs.plan import PlannedRun
 from ..runs.lock import comparison_lock
-from .execute import execute, failure, set_threads
+from .execute import execute, failure, set_threads, threads_per_run
 from .pace import Pace
 from .machine import machine_info
 from .presets import get_preset
@@ -162,10 +162,8 @@ class _Session:
         for task in comparison.tasks:
             if task.label:
                 results.set_label(task.key, task.label)
-        threads = options.threads
-        if options.jobs > 1:
-            threads = threads or max(1, (os.cpu_count() or 1) // options.jobs)
-        else:
+        threads = threads_per_run(options.jobs, options.threads)
+        if options.jobs == 1:
             set_threads(threads)  # the runs train in this process
         results.set_machine(parallel_runs=options.jobs)
         if threads:
