@@ -212,6 +212,30 @@ def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_w
     assert "| claim | against the tuned vanilla | against vanilla of random's size |" in report
 
 
+def test_with_several_jobs_the_position_schemes_train_side_by_side_and_give_what_one_job_gives(tmp_path):
+    """The position schemes' seed 0 (a comparison of one run each) train together, --jobs at a time (the
+    stages of other seeds and of the widened vanillas go the same way); the records, the choice and the
+    report's table are those of one job. Kept small: every run is a process of its own."""
+    kw = dict(kinds=["vanilla"], baselines=[], seeds=1, lrs=(3e-3,), positions=("learned", "rope"))
+    serial, _ = study(tmp_path / "serial", TunedRunner(), **kw)
+    parallel, lines = study(tmp_path / "parallel", TunedRunner(), jobs=2, threads=1, **kw)
+    assert "2 runs of 2 comparisons side by side, 2 at a time" in lines
+    side = sorted(line.split(":")[0].split("] ")[1] for line in lines if line.startswith("[side by side"))
+    assert side == ["positions-learned", "positions-rope"]
+    folder = tmp_path / "parallel" / "lm-sotu-small"
+    # each scheme's comparison reads its run back, as do the sweep and tuned/ (rope's run, carried)
+    read_back = [line for line in lines if line.startswith("[1/1]")]
+    assert len(read_back) == 4 and all("(done earlier)" in line for line in read_back)
+    for stage in ("positions-learned", "positions-rope", "tuned"):
+        mine = lambda root: sorted((r["attention"], r["seed"], r["test_metrics"]["perplexity"], r["valid_metrics"])
+                                   for r in Results.load(root / "lm-sotu-small" / stage / "results.json").runs)
+        assert mine(tmp_path / "parallel") == mine(tmp_path / "serial"), stage
+    assert json.loads((folder / "study.json").read_text()) == \
+        json.loads((tmp_path / "serial" / "lm-sotu-small" / "study.json").read_text())
+    table = lambda root: (root / "report.md").read_text().split("### (a)")[1].split("###")[0]
+    assert table(tmp_path / "parallel") == table(tmp_path / "serial")
+
+
 def test_a_claim_judged_again_against_a_widened_vanilla():
     """random within the paper's gap of the tuned vanilla, far behind a vanilla of its size: claim 2 turns."""
     from synthesizer.report.baselines import _with_vanilla

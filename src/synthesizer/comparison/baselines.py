@@ -17,12 +17,17 @@ for want of positions, not of attention. ``synthesizer compare run --preset base
    holds ``H L^2`` per layer), vanilla widened in ``d_ff`` to the same count, at vanilla's chosen rate,
    every seed: ``matched-<kind>/``.
 
+Stages 1, 4 and 5 are small comparisons (one scheme, or one widened vanilla, each); with ``--jobs`` above 1
+their runs train side by side in their own folders first (:func:`train_side_by_side`), so that no job waits
+for a comparison of one run, and each comparison then reads its runs back.
+
 ``study.json`` in ``OUT/<task config>/`` records the choices (the scheme, the rates, the widened
 ``d_ff``); ``OUT/report.md`` (report/baselines.py) reads the folders' results.json alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Callable
@@ -30,10 +35,12 @@ from typing import Callable
 from ..attention.names import MODEL_POSITIONS
 from ..report.baselines import strongest
 from ..runs.results import Results, failed
-from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, write_json
+from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, group_key, write_json
 from ..runs.lock import FolderLock
 from .carry import carry_runs
-from .plan import StudyResults, lr_override
+from .execute import execute, threads_per_run
+from .plan import StudyResults, build_comparison, is_finished, lr_override, plan_runs
+from .progress import summary
 from .study import Options, Study, resolve
 from .tuning import TUNED, at_lr, read_tuning
 
@@ -86,7 +93,9 @@ def compare_baselines(study: Study, hooks, compare_fn: Callable) -> StudyResults
         for config, seeds, folder in task_folders(study):
             task = dataclasses.replace(study.options, tasks=(config,), seeds=seeds, positions=(), widths=())
             # 1-2: vanilla with every scheme, seed 0; the strongest by validation
-            first = {s: compare_fn(_vanilla_at(task, s, folder / f"{POSITIONS_PREFIX}{s}", 1), quiet) for s in schemes}
+            parts = {s: _vanilla_at(task, s, folder / f"{POSITIONS_PREFIX}{s}", 1) for s in schemes}
+            train_side_by_side(list(parts.values()), hooks)
+            first = {s: compare_fn(part, quiet) for s, part in parts.items()}
             best = strongest(schemes, first)
             hooks.log(f"{config}: the strongest vanilla by seed 0's validation loss has positions={best}")
             write_json(folder / STUDY_FILE, {"positions": list(schemes), "strongest": best, "lrs": list(lrs),
@@ -102,15 +111,17 @@ def compare_baselines(study: Study, hooks, compare_fn: Callable) -> StudyResults
             tuned = compare_fn(kinds, hooks)
             done[config] = tuned
             # 4: every scheme's other seeds, reading what tuned/ trained with the same config
-            for s in schemes:
-                scheme = _vanilla_at(task, s, folder / f"{POSITIONS_PREFIX}{s}", seeds)
-                carry_runs(scheme, hooks, [folder / TUNED])
-                compare_fn(scheme, quiet)
+            parts = [_vanilla_at(task, s, folder / f"{POSITIONS_PREFIX}{s}", seeds) for s in schemes]
+            for part in parts:
+                carry_runs(part, hooks, [folder / TUNED])
+            train_side_by_side(parts, hooks)
+            for part in parts:
+                compare_fn(part, quiet)
             # 5: vanilla of the size of each kind that has at least MATCH_AT times its parameters
             tuning = read_tuning(folder) or {}
             vanilla_lr = _vanilla_rate(tuning)
             vanilla = _first_seed(tuned, VANILLA)
-            matched = {}
+            matched, wide = {}, {}
             for kind in (k for k in kinds_study.kinds if k != VANILLA):
                 record = _first_seed(tuned, kind)
                 d_ff = None if vanilla is None or record is None else matched_d_ff(vanilla, record)
@@ -118,16 +129,47 @@ def compare_baselines(study: Study, hooks, compare_fn: Callable) -> StudyResults
                     continue
                 matched[kind] = d_ff
                 extra = ([lr_override(vanilla_lr)] if vanilla_lr is not None else [])
-                wide = dataclasses.replace(_vanilla_at(task, best, folder / f"{MATCHED_PREFIX}{kind}", seeds),
-                                           overrides=(*task.overrides, positions_override(best), f"model.d_ff={d_ff}",
-                                                      *extra))
-                hooks.log(f"{config}: vanilla with d_ff={d_ff}, the parameters of {kind}")
-                compare_fn(wide, quiet)
+                wide[kind] = dataclasses.replace(
+                    _vanilla_at(task, best, folder / f"{MATCHED_PREFIX}{kind}", seeds),
+                    overrides=(*task.overrides, positions_override(best), f"model.d_ff={d_ff}", *extra))
+            train_side_by_side(list(wide.values()), hooks)
+            for kind, part in wide.items():
+                hooks.log(f"{config}: vanilla with d_ff={matched[kind]}, the parameters of {kind}")
+                compare_fn(part, quiet)
             write_json(folder / STUDY_FILE, {"positions": list(schemes), "strongest": best, "lrs": list(lrs),
                                              "chosen_lrs": tuning.get("chosen", {}), "matched_d_ff": matched,
                                              "rule": RULE})
         _write_report(out, hooks)
     return StudyResults.of(done)
+
+
+def train_side_by_side(parts: list[Options], hooks) -> None:
+    """Train the runs that the comparisons ``parts`` still need, ``--jobs`` at a time, each in the folder its
+    comparison gives it; the comparisons then read them back (each run's record is its own result.json). With
+    one job, or fewer than two runs to train, nothing happens here: each comparison trains its own. A run that
+    fails here is tried again by its comparison, which records the failure. Stopped by a signal, the runs save
+    their checkpoints and KeyboardInterrupt is raised; the next call resumes them."""
+    jobs = max((part.jobs for part in parts), default=1)
+    todo, where = [], {}  # the runs, and the folder of each one's comparison
+    for part in parts:
+        comparison = build_comparison(resolve(part), hooks.config_fn, lambda line: None)
+        if comparison.pretrain is None:  # a fine-tuning run needs its pretraining, which its comparison runs
+            for run in plan_runs(comparison, Results.load_or_empty(comparison.out)).runs:
+                if not is_finished(run):
+                    todo.append(run)
+                    where[run.folder] = comparison.out.name
+    if jobs < 2 or len(todo) < 2:
+        return
+    threads = threads_per_run(jobs, parts[0].threads)
+    hooks.log(f"{len(todo)} runs of {len(parts)} comparisons side by side, {jobs} at a time")
+    with contextlib.closing(execute(todo, hooks.run_fn, jobs, threads)) as finished:
+        for done, item, record, took in finished:
+            line = (f"[side by side {done}/{len(todo)}] {where[item.folder]}: {group_key(item.task, item.data)} "
+                    f"{item.kind} seed{item.seed}")
+            if record is None:
+                hooks.log(f"{line}: stopped before the end (interrupted); run the same command again to resume it")
+                raise KeyboardInterrupt("a run was stopped by a signal")
+            hooks.log(f"{line}: {summary(record, took)}")
 
 
 def _vanilla_rate(tuning: dict) -> float | None:
