@@ -18,7 +18,7 @@ for want of positions, not of attention. ``synthesizer compare run --preset base
    every seed: ``matched-<kind>/``.
 
 Stages 1, 4 and 5 are small comparisons (one scheme, or one widened vanilla, each); with ``--jobs`` above 1
-their runs train side by side in their own folders first (:func:`train_side_by_side`), so that no job waits
+their runs train side by side in their own folders first (:mod:`.side_by_side`), so that no job waits
 for a comparison of one run, and each comparison then reads its runs back.
 
 ``study.json`` in ``OUT/<task config>/`` records the choices (the scheme, the rates, the widened
@@ -27,7 +27,6 @@ for a comparison of one run, and each comparison then reads its runs back.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Callable
@@ -35,12 +34,11 @@ from typing import Callable
 from ..attention.names import MODEL_POSITIONS
 from ..report.baselines import strongest
 from ..runs.results import Results, failed
-from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, group_key, write_json
+from ..runs.files import MATCHED_PREFIX, POSITIONS_PREFIX, STUDY_FILE, write_json
 from ..runs.lock import FolderLock
 from .carry import carry_runs
-from .execute import execute, threads_per_run
-from .plan import StudyResults, build_comparison, is_finished, lr_override, plan_runs
-from .progress import summary
+from .plan import StudyResults, lr_override
+from .side_by_side import train_side_by_side
 from .study import Options, Study, resolve
 from .tuning import TUNED, at_lr, read_tuning
 
@@ -141,35 +139,6 @@ def compare_baselines(study: Study, hooks, compare_fn: Callable) -> StudyResults
                                              "rule": RULE})
         _write_report(out, hooks)
     return StudyResults.of(done)
-
-
-def train_side_by_side(parts: list[Options], hooks) -> None:
-    """Train the runs that the comparisons ``parts`` still need, ``--jobs`` at a time, each in the folder its
-    comparison gives it; the comparisons then read them back (each run's record is its own result.json). With
-    one job, or fewer than two runs to train, nothing happens here: each comparison trains its own. A run that
-    fails here is tried again by its comparison, which records the failure. Stopped by a signal, the runs save
-    their checkpoints and KeyboardInterrupt is raised; the next call resumes them."""
-    jobs = max((part.jobs for part in parts), default=1)
-    todo, where = [], {}  # the runs, and the folder of each one's comparison
-    for part in parts:
-        comparison = build_comparison(resolve(part), hooks.config_fn, lambda line: None)
-        if comparison.pretrain is None:  # a fine-tuning run needs its pretraining, which its comparison runs
-            for run in plan_runs(comparison, Results.load_or_empty(comparison.out)).runs:
-                if not is_finished(run):
-                    todo.append(run)
-                    where[run.folder] = comparison.out.name
-    if jobs < 2 or len(todo) < 2:
-        return
-    threads = threads_per_run(jobs, parts[0].threads)
-    hooks.log(f"{len(todo)} runs of {len(parts)} comparisons side by side, {jobs} at a time")
-    with contextlib.closing(execute(todo, hooks.run_fn, jobs, threads)) as finished:
-        for done, item, record, took in finished:
-            line = (f"[side by side {done}/{len(todo)}] {where[item.folder]}: {group_key(item.task, item.data)} "
-                    f"{item.kind} seed{item.seed}")
-            if record is None:
-                hooks.log(f"{line}: stopped before the end (interrupted); run the same command again to resume it")
-                raise KeyboardInterrupt("a run was stopped by a signal")
-            hooks.log(f"{line}: {summary(record, took)}")
 
 
 def _vanilla_rate(tuning: dict) -> float | None:

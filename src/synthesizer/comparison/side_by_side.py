@@ -1,0 +1,51 @@
+"""Training the runs of several small comparisons together, ``--jobs`` at a time.
+
+A study made of comparisons (the baselines study's position schemes and widened vanillas, a learning-rate
+sweep's rates) would otherwise train them one after another: a comparison of one run, or the last run of
+each, leaves the other jobs idle. Here their unfinished runs train in one pool, each in the folder its
+comparison gives it; the comparisons then read them back (a run's record is its own result.json), so what
+they record, choose and report is what they would have trained themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ..runs.files import group_key
+from ..runs.results import Results
+from .execute import execute, threads_per_run
+from .plan import build_comparison, is_finished, plan_runs
+from .progress import summary
+from .study import Options, resolve
+
+
+def train_side_by_side(parts: list[Options], hooks) -> None:
+    """Train the runs that the comparisons ``parts`` still need, ``--jobs`` at a time, each in the folder its
+    comparison gives it; the comparisons then read them back (each run's record is its own result.json). With
+    one job, or fewer than two runs to train, nothing happens here: each comparison trains its own. A run that
+    fails here is tried again by its comparison, which records the failure. Stopped by a signal, the runs save
+    their checkpoints and KeyboardInterrupt is raised; the next call resumes them."""
+    jobs = max((part.jobs for part in parts), default=1)
+    todo, where = [], {}  # the runs, and the folder of each one's comparison
+    for part in parts:
+        comparison = build_comparison(resolve(part), hooks.config_fn, lambda line: None)
+        if comparison.pretrain is None:  # a fine-tuning run needs its pretraining, which its comparison runs
+            for run in plan_runs(comparison, Results.load_or_empty(comparison.out)).runs:
+                if not is_finished(run):
+                    todo.append(run)
+                    where[run.folder] = comparison.out.name
+    if jobs < 2 or len(todo) < 2:
+        return
+    threads = threads_per_run(jobs, parts[0].threads)
+    hooks.log(f"{len(todo)} runs of {len(parts)} comparisons side by side, {jobs} at a time")
+    with contextlib.closing(execute(todo, hooks.run_fn, jobs, threads)) as finished:
+        for done, item, record, took in finished:
+            line = (f"[side by side {done}/{len(todo)}] {where[item.folder]}: {group_key(item.task, item.data)} "
+                    f"{item.kind} seed{item.seed}")
+            if record is None:
+                hooks.log(f"{line}: stopped before the end (interrupted); run the same command again to resume it")
+                raise KeyboardInterrupt("a run was stopped by a signal")
+            hooks.log(f"{line}: {summary(record, took)}")
+
+
+__all__ = ["train_side_by_side"]
