@@ -168,6 +168,25 @@ def test_a_sweep_picks_each_kinds_rate_on_seed_0_then_trains_the_other_seeds_at_
     assert runner2.calls == []
 
 
+def test_with_several_jobs_a_sweeps_rates_and_each_round_past_its_ends_train_side_by_side(tmp_path):
+    """Every rate of the grid trains in one pool, then each extension round's rates (vanilla below the grid,
+    random above it) in another; the choices and records are those of one job."""
+    kw = dict(kinds=["vanilla", "random"], baselines=[], seeds=1, lrs=(1e-3, 1e-2))
+    study(tmp_path / "serial", TunedRunner(), **kw)
+    _, lines = study(tmp_path / "parallel", TunedRunner(), jobs=2, threads=1, **kw)
+    assert "4 runs of 2 comparisons side by side, 2 at a time" in lines  # the grid
+    assert "2 runs of 2 comparisons side by side, 2 at a time" in lines  # vanilla at 1e-4, random at 0.1
+    side = sorted(line.split(":")[0].split("] ")[1] for line in lines if line.startswith("[side by side"))
+    assert side == ["lr-0.0001", "lr-0.001", "lr-0.001", "lr-0.01", "lr-0.01", "lr-0.1"]
+    saved = lambda root: json.loads((root / TUNING_FILE).read_text())
+    assert saved(tmp_path / "parallel") == saved(tmp_path / "serial")
+    assert saved(tmp_path / "parallel")["chosen"] == {"lm-sotu": {"vanilla": 1e-3, "random": 1e-2}}
+    for folder in ("lr-0.0001", "lr-0.001", "lr-0.01", "lr-0.1", "tuned"):
+        mine = lambda root: sorted((r["attention"], r["seed"], r["valid_metrics"]["loss"])
+                                   for r in Results.load(root / folder / "results.json").runs)
+        assert mine(tmp_path / "parallel") == mine(tmp_path / "serial"), folder
+
+
 def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_with_it(tmp_path):
     runner = TunedRunner()
     results, lines = study(tmp_path, runner, kinds=["vanilla", "random"], baselines=["none"], seeds=2,

@@ -9,7 +9,8 @@ is the sweep's run at that rate, read from the sweep's results.json (not trained
 tuned comparison spends only the other seeds. A (task, kind) none of whose sweep runs finished with a
 finite validation loss (all diverged or failed) trains at the preset's rate, and ``tuning.json`` says
 so. ``OUT/tuning.json`` holds the sweep's validation losses and the choices, rewritten after each rate;
-the tuned comparison's report states the rate of every kind.
+the tuned comparison's report states the rate of every kind. With ``--jobs`` above 1 the runs of all the
+grid's rates (then of each round past its ends) train side by side (:mod:`.side_by_side`).
 
 This is how MAD (Poli et al., 2024) and Zoology (Arora et al., 2023) compare architectures: each at
 the best of a learning-rate sweep, so that no kind is judged at a rate chosen for another.
@@ -27,6 +28,7 @@ from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, group_key, read_json, wr
 from ..runs.lock import FolderLock, comparison_lock
 from .carry import carry_runs
 from .plan import build_comparison, lr_override
+from .side_by_side import train_side_by_side
 from .study import Options, Study
 
 
@@ -125,27 +127,31 @@ def _sweep(study: Study, hooks, compare_fn: Callable, out: Path, lrs: tuple[floa
     sweep: dict[float, Results] = {}
     tasks = {plan.key: plan.name for plan in build_comparison(study, hooks.config_fn, lambda _: None).tasks}
 
-    def train(lr: float, by_key: dict[str, list[str]] | None) -> None:
+    def asked(lr: float, by_key: dict[str, list[str]] | None) -> list[tuple[Options, str]]:
         """Seed 0 at ``lr``: of every kind on every task, or only of ``{task group: kinds}``, a task at a time."""
-        asked = [(at_lr(study, lr), "")] if by_key is None else [
+        return [(at_lr(study, lr), "")] if by_key is None else [
             (dataclasses.replace(at_lr(study, lr), kinds=kinds, baselines=[], tasks=(tasks[key],)),
              f" of {', '.join(kinds)} on {key}") for key, kinds in by_key.items()]
-        for options, which in asked:
-            hooks.log(f"learning rate {lr!r}, seed 0{which}: {lr_folder(out, lr)}")
-            sweep[lr] = compare_fn(options, quiet)  # each call reads back the folder's earlier runs
-        table = sweep_table(sweep)
-        write_tuning(out, tuple(sorted(sweep)), table, choose(table))
 
-    for lr in lrs:
-        train(lr, None)
+    def train(wanted: dict[float, dict[str, list[str]] | None]) -> None:
+        """The comparisons of ``{rate: what it trains}``, their runs side by side first."""
+        parts = {lr: asked(lr, by_key) for lr, by_key in sorted(wanted.items())}
+        train_side_by_side([options for each in parts.values() for options, _ in each], hooks)
+        for lr, each in parts.items():
+            for options, which in each:
+                hooks.log(f"learning rate {lr!r}, seed 0{which}: {lr_folder(out, lr)}")
+                sweep[lr] = compare_fn(options, quiet)  # each call reads back the folder's earlier runs
+            table = sweep_table(sweep)
+            write_tuning(out, tuple(sorted(sweep)), table, choose(table))
+
+    train(dict.fromkeys(lrs))
     if len(lrs) > 1:
         up, down = lrs[-1] / lrs[-2], lrs[1] / lrs[0]  # the grid's own steps
         for _ in range(MAX_EXTENSIONS):
             wanted = edge_rates(sweep_table(sweep), up, down)
-            for lr, by_key in sorted(wanted.items()):
-                train(lr, by_key)
             if not wanted:
                 break
+            train(wanted)
     table = sweep_table(sweep)
     return write_tuning(out, tuple(sorted(sweep)), table, choose(table), done=True)
 
