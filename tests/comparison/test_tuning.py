@@ -178,6 +178,7 @@ def test_with_several_jobs_a_sweeps_rates_and_each_round_past_its_ends_train_sid
     assert "2 runs of 2 comparisons side by side, 2 at a time" in lines  # vanilla at 1e-4, random at 0.1
     side = sorted(line.split(":")[0].split("] ")[1] for line in lines if line.startswith("[side by side"))
     assert side == ["lr-0.0001", "lr-0.001", "lr-0.001", "lr-0.01", "lr-0.01", "lr-0.1"]
+    assert any(line.startswith("[side by side 1/4]") and "to go for 3 more runs" in line for line in lines)
     saved = lambda root: json.loads((root / TUNING_FILE).read_text())
     assert saved(tmp_path / "parallel") == saved(tmp_path / "serial")
     assert saved(tmp_path / "parallel")["chosen"] == {"lm-sotu": {"vanilla": 1e-3, "random": 1e-2}}

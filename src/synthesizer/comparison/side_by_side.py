@@ -14,6 +14,7 @@ import contextlib
 from ..runs.files import group_key
 from ..runs.results import Results
 from .execute import execute, threads_per_run
+from .pace import Pace
 from .plan import build_comparison, is_finished, plan_runs
 from .progress import summary
 from .study import Options, resolve
@@ -38,6 +39,7 @@ def train_side_by_side(parts: list[Options], hooks) -> None:
         return
     threads = threads_per_run(jobs, parts[0].threads)
     hooks.log(f"{len(todo)} runs of {len(parts)} comparisons side by side, {jobs} at a time")
+    pace = Pace(len(todo))
     with contextlib.closing(execute(todo, hooks.run_fn, jobs, threads)) as finished:
         for done, item, record, took in finished:
             line = (f"[side by side {done}/{len(todo)}] {where[item.folder]}: {group_key(item.task, item.data)} "
@@ -45,7 +47,7 @@ def train_side_by_side(parts: list[Options], hooks) -> None:
             if record is None:
                 hooks.log(f"{line}: stopped before the end (interrupted); run the same command again to resume it")
                 raise KeyboardInterrupt("a run was stopped by a signal")
-            hooks.log(f"{line}: {summary(record, took)}")
+            hooks.log(f"{line}: {summary(record, took)}{pace.after(done, took)}")
 
 
 __all__ = ["train_side_by_side"]
