@@ -181,6 +181,14 @@ def test_with_several_jobs_a_sweeps_rates_and_each_round_past_its_ends_train_sid
     assert any(line.startswith("[side by side 1/4]") and "to go for 3 more runs" in line for line in lines)
     saved = lambda root: json.loads((root / TUNING_FILE).read_text())
     assert saved(tmp_path / "parallel") == saved(tmp_path / "serial")
+    # another kind's sweep would join runs of other code: refused before anything trains, as one job refuses it
+    sweep = tmp_path / "parallel" / "lr-0.001" / "results.json"
+    other = json.loads(sweep.read_text())
+    other["runs"][0]["provenance"] = {"code": {"version": "0.0.1", "commit": None, "modified": None}}
+    sweep.write_text(json.dumps(other))
+    with pytest.raises(ValueError, match="lr-0.001/results.json holds runs trained by other code"):
+        study(tmp_path / "parallel", TunedRunner(), jobs=2, threads=1, **{**kw, "kinds": [*kw["kinds"], "random+vanilla"]})
+    assert not list((tmp_path / "parallel").rglob("random+vanilla"))
     assert saved(tmp_path / "parallel")["chosen"] == {"lm-sotu": {"vanilla": 1e-3, "random": 1e-2}}
     for folder in ("lr-0.0001", "lr-0.001", "lr-0.01", "lr-0.1", "tuned"):
         mine = lambda root: sorted((r["attention"], r["seed"], r["valid_metrics"]["loss"])

@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 
 from ..runs.files import group_key
-from ..runs.results import Results
+from ..runs.results import FILENAME, Results
 from .execute import execute, threads_per_run
 from .pace import Pace
-from .plan import build_comparison, is_finished, plan_runs
+from .plan import build_comparison, check_same_code, is_finished, plan_runs
 from .progress import summary
 from .study import Options, resolve
 
@@ -23,18 +23,22 @@ from .study import Options, resolve
 def train_side_by_side(parts: list[Options], hooks) -> None:
     """Train the runs that the comparisons ``parts`` still need, ``--jobs`` at a time, each in the folder its
     comparison gives it; the comparisons then read them back (each run's record is its own result.json). With
-    one job, or fewer than two runs to train, nothing happens here: each comparison trains its own. A run that
+    one job, or fewer than two runs to train, nothing happens here: each comparison trains its own. Runs that
+would join a results.json of other code are refused first (InputError), unless ``--allow-other-code``. A run that
     fails here is tried again by its comparison, which records the failure. Stopped by a signal, the runs save
     their checkpoints and KeyboardInterrupt is raised; the next call resumes them."""
     jobs = max((part.jobs for part in parts), default=1)
     todo, where = [], {}  # the runs, and the folder of each one's comparison
     for part in parts:
         comparison = build_comparison(resolve(part), hooks.config_fn, lambda line: None)
-        if comparison.pretrain is None:  # a fine-tuning run needs its pretraining, which its comparison runs
-            for run in plan_runs(comparison, Results.load_or_empty(comparison.out)).runs:
-                if not is_finished(run):
-                    todo.append(run)
-                    where[run.folder] = comparison.out.name
+        if comparison.pretrain is not None:  # a fine-tuning run needs its pretraining, which its comparison runs
+            continue
+        results = Results.load_or_empty(comparison.out)
+        runs = [run for run in plan_runs(comparison, results).runs if not is_finished(run)]
+        if runs and not part.allow_other_code:  # refused here, as its comparison would refuse them, not after
+            check_same_code(results, comparison.out / FILENAME)
+        todo += runs
+        where.update((run.folder, comparison.out.name) for run in runs)
     if jobs < 2 or len(todo) < 2:
         return
     threads = threads_per_run(jobs, parts[0].threads)
