@@ -246,8 +246,11 @@ def test_with_several_jobs_the_position_schemes_train_side_by_side_and_give_what
     report's table are those of one job. Kept small: every run is a process of its own."""
     kw = dict(kinds=["vanilla"], baselines=[], seeds=1, lrs=(3e-3,), positions=("learned", "rope"))
     serial, _ = study(tmp_path / "serial", TunedRunner(), **kw)
-    parallel, lines = study(tmp_path / "parallel", TunedRunner(), jobs=2, threads=1, **kw)
+    parallel, lines = study(tmp_path / "parallel", TunedRunner(warn=True), jobs=2, threads=1, **kw)
     assert "2 runs of 2 comparisons side by side, 2 at a time" in lines
+    # what the runs warned is said once, though their comparisons read them back without it
+    assert [line for line in lines if "truncated" in line] == [
+        "lm-sotu: UserWarning: sotu train: 3 sequences were truncated to the length limit"]
     side = sorted(line.split(":")[0].split("] ")[1] for line in lines if line.startswith("[side by side"))
     assert side == ["positions-learned", "positions-rope"]
     folder = tmp_path / "parallel" / "lm-sotu-small"

@@ -16,7 +16,7 @@ from ..runs.results import FILENAME, Results
 from .execute import execute, threads_per_run
 from .pace import Pace
 from .plan import build_comparison, check_same_code, is_finished, plan_runs
-from .progress import summary
+from .progress import Warned, summary
 from .study import Options, resolve
 
 
@@ -43,14 +43,15 @@ would join a results.json of other code are refused first (InputError), unless `
         return
     threads = threads_per_run(jobs, parts[0].threads)
     hooks.log(f"{len(todo)} runs of {len(parts)} comparisons side by side, {jobs} at a time")
-    pace = Pace(len(todo))
+    pace, warned = Pace(len(todo)), Warned(hooks.log)  # a run's warnings are said here: read back, it has none
     with contextlib.closing(execute(todo, hooks.run_fn, jobs, threads)) as finished:
         for done, item, record, took in finished:
-            line = (f"[side by side {done}/{len(todo)}] {where[item.folder]}: {group_key(item.task, item.data)} "
-                    f"{item.kind} seed{item.seed}")
+            key = group_key(item.task, item.data)
+            line = f"[side by side {done}/{len(todo)}] {where[item.folder]}: {key} {item.kind} seed{item.seed}"
             if record is None:
                 hooks.log(f"{line}: stopped before the end (interrupted); run the same command again to resume it")
                 raise KeyboardInterrupt("a run was stopped by a signal")
+            warned(record, key)
             hooks.log(f"{line}: {summary(record, took)}{pace.after(done, took)}")
 
 
