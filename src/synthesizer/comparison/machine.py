@@ -29,3 +29,9 @@ def machine_info() -> dict:
     except ImportError:
         pass
     return info
+
+
+def load_average() -> float | None:
+    """The 1-minute load average now, rounded (None where the platform has none): how busy the machine was, which
+    timings are only as good as."""
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None

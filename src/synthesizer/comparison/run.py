@@ -22,7 +22,6 @@ is added as the group ``glue-average`` (``report.average``), which claim 7 is ju
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from ..runs.plan import PlannedRun
 from ..runs.lock import comparison_lock
 from .execute import execute, failure, set_threads, threads_per_run
 from .pace import Pace
-from .machine import machine_info
+from .machine import load_average, machine_info
 from .presets import get_preset
 from .plan import (Comparison, Plan, StudyResults, build_comparison, check_same_code, from_pretrained, plan_runs,
                    pretraining_runs)
@@ -278,8 +277,8 @@ class _Session:
         data_record = item.folder / DATA_FILE
         if "provenance" not in record and data_record.is_file():  # a failed run: its data is known all the same
             record["provenance"] = read_json(data_record)
-        if took and hasattr(os, "getloadavg"):  # how busy the machine was: timings are only as good as this
-            record["load_average_1min"] = round(os.getloadavg()[0], 2)
+        if took and load_average() is not None:  # how busy the machine was: timings are only as good as this
+            record["load_average_1min"] = load_average()
         elif not failed(record):  # read back from its folder: what was measured as it finished stays
             earlier = next((r for r in self.results.runs if run_key(r) == run_key(record) and not failed(r)), {})
             for name in MEASURED_AS_IT_FINISHED:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 import statistics
 import time
 from typing import Callable
@@ -40,6 +39,7 @@ from ..models import ModelConfig
 from ..models.config import parse_attention, stack_kinds
 from ..runs.files import group_key
 from ..runs.results import Results
+from .machine import load_average
 
 FACTORIZED = {"factorized_random": "random", "factorized_dense": "dense"}  # claim 3's pairs
 SAVING_LENGTHS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -151,9 +151,8 @@ def time_group(kinds: list[str], shape: dict, repeats: int = REPEATS, warmup: in
     finally:
         torch.set_num_threads(threads)
     per_step = {k: [t / calls[k] / layers[k] for t in samples[k]] for k in kinds}  # a step of one layer
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return {**shape, "repeats": repeats, "threads": THREADS,
-            "load_average_1min": None if load is None else round(load, 2),
+            "load_average_1min": load_average(),
             "measured": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "kinds": {k: {"step_s": [round(t, 7) for t in per_step[k]], "median_s": round(statistics.median(per_step[k]), 7),
                           "steps_per_sample": calls[k]} for k in kinds},
