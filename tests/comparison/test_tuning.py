@@ -261,6 +261,9 @@ def test_with_several_jobs_the_position_schemes_train_side_by_side_and_give_what
         mine = lambda root: sorted((r["attention"], r["seed"], r["test_metrics"]["perplexity"], r["valid_metrics"])
                                    for r in Results.load(root / "lm-sotu-small" / stage / "results.json").runs)
         assert mine(tmp_path / "parallel") == mine(tmp_path / "serial"), stage
+    for scheme in ("learned", "rope"):  # the machine's load as each run finished, kept as a comparison keeps it
+        (run,) = Results.load(folder / f"positions-{scheme}" / "results.json").runs
+        assert run["load_average_1min"] >= 0
     assert json.loads((folder / "study.json").read_text()) == \
         json.loads((tmp_path / "serial" / "lm-sotu-small" / "study.json").read_text())
     table = lambda root: (root / "report.md").read_text().split("### (a)")[1].split("###")[0]

@@ -4,16 +4,18 @@ A study made of comparisons (the baselines study's position schemes and widened 
 sweep's rates) would otherwise train them one after another: a comparison of one run, or the last run of
 each, leaves the other jobs idle. Here their unfinished runs train in one pool, each in the folder its
 comparison gives it; the comparisons then read them back (a run's record is its own result.json), so what
-they record, choose and report is what they would have trained themselves.
+they record, choose and report is what they would have trained themselves (each run's load average at its
+end too); only their own wall time leaves out the training, which the study's invocation spent.
 """
 
 from __future__ import annotations
 
 import contextlib
 
-from ..runs.files import group_key
-from ..runs.results import FILENAME, Results
+from ..runs.files import RESULT_FILE, group_key, read_result, write_json
+from ..runs.results import FILENAME, Results, failed
 from .execute import execute, threads_per_run
+from .machine import load_average
 from .pace import Pace
 from .plan import build_comparison, check_same_code, is_finished, plan_runs
 from .progress import Warned, summary
@@ -52,6 +54,9 @@ would join a results.json of other code are refused first (InputError), unless `
                 hooks.log(f"{line}: stopped before the end (interrupted); run the same command again to resume it")
                 raise KeyboardInterrupt("a run was stopped by a signal")
             warned(record, key)
+            if took and not failed(record) and load_average() is not None and is_finished(item):
+                # measured as it finished, kept in the run's own record, which its comparison reads back
+                write_json(item.folder / RESULT_FILE, {**read_result(item.folder), "load_average_1min": load_average()})
             hooks.log(f"{line}: {summary(record, took)}{pace.after(done, took)}")
 
 
