@@ -130,9 +130,9 @@ def compare_baselines(study: Study, hooks, compare_fn: Callable) -> StudyResults
                 wide[kind] = dataclasses.replace(
                     _vanilla_at(task, best, folder / f"{MATCHED_PREFIX}{kind}", seeds),
                     overrides=(*task.overrides, positions_override(best), f"model.d_ff={d_ff}", *extra))
+                hooks.log(f"{config}: vanilla with d_ff={d_ff}, the parameters of {kind}")
             train_side_by_side(list(wide.values()), hooks)
-            for kind, part in wide.items():
-                hooks.log(f"{config}: vanilla with d_ff={matched[kind]}, the parameters of {kind}")
+            for part in wide.values():
                 compare_fn(part, quiet)
             write_json(folder / STUDY_FILE, {"positions": list(schemes), "strongest": best, "lrs": list(lrs),
                                              "chosen_lrs": tuning.get("chosen", {}), "matched_d_ff": matched,

@@ -277,8 +277,9 @@ class _Session:
         data_record = item.folder / DATA_FILE
         if "provenance" not in record and data_record.is_file():  # a failed run: its data is known all the same
             record["provenance"] = read_json(data_record)
-        if took and load_average() is not None:  # how busy the machine was: timings are only as good as this
-            record["load_average_1min"] = load_average()
+        load = load_average() if took else None
+        if load is not None:  # how busy the machine was: timings are only as good as this
+            record["load_average_1min"] = load
         elif not failed(record):  # read back from its folder: what was measured as it finished stays
             earlier = next((r for r in self.results.runs if run_key(r) == run_key(record) and not failed(r)), {})
             for name in MEASURED_AS_IT_FINISHED:

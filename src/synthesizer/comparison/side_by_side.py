@@ -26,10 +26,12 @@ def train_side_by_side(parts: list[Options], hooks) -> None:
     """Train the runs that the comparisons ``parts`` still need, ``--jobs`` at a time, each in the folder its
     comparison gives it; the comparisons then read them back (each run's record is its own result.json). With
     one job, or fewer than two runs to train, nothing happens here: each comparison trains its own. Runs that
-would join a results.json of other code are refused first (InputError), unless ``--allow-other-code``. A run that
-    fails here is tried again by its comparison, which records the failure. Stopped by a signal, the runs save
+    would join a results.json of other code are refused first (InputError), unless ``--allow-other-code``. A run
+    that fails here is tried again by its comparison, which records the failure. Stopped by a signal, the runs save
     their checkpoints and KeyboardInterrupt is raised; the next call resumes them."""
-    jobs = max((part.jobs for part in parts), default=1)
+    if not parts or parts[0].jobs < 2:  # the parts of one study share its --jobs and --threads
+        return
+    jobs, threads = parts[0].jobs, threads_per_run(parts[0].jobs, parts[0].threads)
     todo, where = [], {}  # the runs, and the folder of each one's comparison
     for part in parts:
         comparison = build_comparison(resolve(part), hooks.config_fn, lambda line: None)
@@ -41,9 +43,8 @@ would join a results.json of other code are refused first (InputError), unless `
             check_same_code(results, comparison.out / FILENAME)
         todo += runs
         where.update((run.folder, comparison.out.name) for run in runs)
-    if jobs < 2 or len(todo) < 2:
+    if len(todo) < 2:
         return
-    threads = threads_per_run(jobs, parts[0].threads)
     hooks.log(f"{len(todo)} runs of {len(parts)} comparisons side by side, {jobs} at a time")
     pace, warned = Pace(len(todo)), Warned(hooks.log)  # a run's warnings are said here: read back, it has none
     with contextlib.closing(execute(todo, hooks.run_fn, jobs, threads)) as finished:
@@ -54,9 +55,9 @@ would join a results.json of other code are refused first (InputError), unless `
                 hooks.log(f"{line}: stopped before the end (interrupted); run the same command again to resume it")
                 raise KeyboardInterrupt("a run was stopped by a signal")
             warned(record, key)
-            if took and not failed(record) and load_average() is not None and is_finished(item):
-                # measured as it finished, kept in the run's own record, which its comparison reads back
-                write_json(item.folder / RESULT_FILE, {**read_result(item.folder), "load_average_1min": load_average()})
+            load = load_average() if took and not failed(record) and is_finished(item) else None
+            if load is not None:  # measured as it finished, kept in the run's own record, which its comparison reads
+                write_json(item.folder / RESULT_FILE, {**read_result(item.folder), "load_average_1min": load})
             hooks.log(f"{line}: {summary(record, took)}{pace.after(done, took)}")
 
 
