@@ -92,6 +92,20 @@ def test_a_scale_study_trains_every_width_in_seed_rounds_and_reads_the_trend(tmp
     assert again.calls == []
 
 
+def test_a_task_the_size_leaves_out_is_named_once_in_the_report_across_widths(tmp_path, monkeypatch):
+    from synthesizer.comparison.presets import PRESETS, Preset, PresetTask
+    why = "its grid would take some 12 hours more"
+    tasks = (PresetTask("lm-sotu-small", ("train.max_steps=3",), "kept", standard=("train.max_steps=5",)),
+             PresetTask("cls-rotten-small", ("train.max_steps=3",), "left out", not_standard=why))
+    monkeypatch.setitem(PRESETS, "fake", Preset("fake", "a fake preset", "perplexity", tasks))
+    runner = WidthRunner()
+    run_comparison("fake", "standard", kinds=["vanilla"], baselines=["none"], out=tmp_path, run_fn=runner,
+                   config_fn=config_fn, load_fn=load_fn, heatmaps=False, log=lambda line: None, widths=(16, 32))
+    assert {name for name, _, _, _ in runner.calls} == {"vanilla", "none"} and len(runner.calls) == 4
+    report = (tmp_path / "report.md").read_text()
+    assert report.count(f"left out at this size: `cls-rotten-small` ({why})") == 1
+
+
 class RecallRunner(FakeRunner):
     """A recall task (diag-mqar): vanilla learns it at width 16 in every seed and at width 32 in seed 0 only;
     dense+vanilla learns it at both widths; none stays at chance."""

@@ -384,6 +384,9 @@ def _header(study: Study) -> list[Block]:
              "tokens (the task's budget at this size)",
              *[f"command: `{c}`" for c in commands],
              f"trained by: {'; '.join(code) or 'code not recorded'}",
+             # a task the size leaves out is left out at every width: said once, with its reason
+             *[f"left out at this size: `{config}` ({why})" for config, why in
+               {c: w for res in study.results.values() for c, w in res.left_out.items()}.items()],
              "each width's own report, with every table, curve and verdict reason: " + ", ".join(
                  f"[width {w}]({study.folders[w].relative_to(study.root).as_posix()}/report.md)" for w in study.widths)]
     return [("h1", f"Synthesizer scale study: {', '.join(first.presets or ['runs'])}"), ("list", items),
