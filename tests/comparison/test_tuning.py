@@ -181,6 +181,12 @@ def test_with_several_jobs_a_sweeps_rates_and_each_round_past_its_ends_train_sid
     assert any(line.startswith("[side by side 1/4]") and "to go for 3 more runs" in line for line in lines)
     saved = lambda root: json.loads((root / TUNING_FILE).read_text())
     assert saved(tmp_path / "parallel") == saved(tmp_path / "serial")
+    # each rate's comparison has its share of the pools' time in its wall time, and its report says so
+    share = lambda root, rate: Results.load(root / f"lr-{rate}" / "results.json").side_by_side_s
+    assert all(share(tmp_path / "parallel", rate) > 0 for rate in ("0.0001", "0.001", "0.01", "0.1"))
+    assert share(tmp_path / "serial", "0.001") == 0
+    assert "of it is this comparison's share of the time its runs trained beside other comparisons' runs" in (
+        tmp_path / "parallel" / "lr-0.001" / "report.md").read_text()
     # another kind's sweep would join runs of other code: refused before anything trains, as one job refuses it
     sweep = tmp_path / "parallel" / "lr-0.001" / "results.json"
     other = json.loads(sweep.read_text())
@@ -194,6 +200,19 @@ def test_with_several_jobs_a_sweeps_rates_and_each_round_past_its_ends_train_sid
         mine = lambda root: sorted((r["attention"], r["seed"], r["valid_metrics"]["loss"])
                                    for r in Results.load(root / folder / "results.json").runs)
         assert mine(tmp_path / "parallel") == mine(tmp_path / "serial"), folder
+
+
+def test_a_pools_wall_time_is_shared_among_its_comparisons_by_their_runs_training_time(tmp_path):
+    from datetime import datetime, timezone
+    from synthesizer.comparison.side_by_side import _share_wall_time
+
+    existing = tmp_path / "b"
+    Results.empty().save(existing)
+    _share_wall_time({tmp_path / "a": 30.0, existing: 10.0, tmp_path / "c": 0.0}, datetime.now(timezone.utc), 20.0)
+    a, b = Results.load(tmp_path / "a"), Results.load(existing)
+    assert (a.side_by_side_s, a.wall_time_s, b.side_by_side_s) == (15.0, 15.0, 5.0)
+    assert a.sessions[0]["side_by_side"] is True and a.sessions[0]["code"] is not None
+    assert not (tmp_path / "c").exists()  # a comparison that spent nothing in the pool gets no session
 
 
 def test_the_baselines_study_picks_the_strongest_vanilla_then_tunes_every_kind_with_it(tmp_path):

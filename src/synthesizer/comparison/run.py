@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterator
@@ -31,7 +30,7 @@ from typing import Callable, Iterator
 from .attention_maps import run_attention_maps
 from ..report.average import put_averages
 from ..report.summary import write_and_print
-from ..runs.results import FILENAME, Results, failed, run_key
+from ..runs.results import FILENAME, Results, failed, run_key, session_record
 from ..runs.files import group_key
 from ..runs.code import code_provenance
 from ..runs.files import DATA_FILE, LOG_FILE, read_json, window_speed
@@ -192,9 +191,7 @@ class _Session:
             raise
         finally:
             elapsed = time.perf_counter() - t0
-            self.results.add_session({"id": uuid.uuid4().hex, "started": started.isoformat(timespec="seconds"),
-                                      "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                      "wall_time_s": elapsed, "code": code_provenance()})
+            self.results.add_session(session_record(started, elapsed, code_provenance()))
             self.results.set_rendered_by(code_provenance())
             self.save()
         if not finished:  # a run stopped by a signal: so does the command (a scale study's next widths too)

@@ -5,15 +5,21 @@ sweep's rates) would otherwise train them one after another: a comparison of one
 each, leaves the other jobs idle. Here their unfinished runs train in one pool, each in the folder its
 comparison gives it; the comparisons then read them back (a run's record is its own result.json), so what
 they record, choose and report is what they would have trained themselves (each run's load average at its
-end too); only their own wall time leaves out the training, which the study's invocation spent.
+end too). Each comparison's wall time gets its share of the pool's, as a session marked ``side_by_side``: the
+pool's wall time in proportion to the training time of its runs that finished there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
+from datetime import datetime, timezone
+from pathlib import Path
 
+from ..runs.code import code_provenance
 from ..runs.files import RESULT_FILE, group_key, read_result, write_json
-from ..runs.results import FILENAME, Results, failed
+from ..runs.lock import comparison_lock
+from ..runs.results import FILENAME, Results, failed, session_record
 from .execute import execute, threads_per_run
 from .machine import load_average
 from .pace import Pace
@@ -42,23 +48,49 @@ def train_side_by_side(parts: list[Options], hooks) -> None:
         if runs and not part.allow_other_code:  # refused here, as its comparison would refuse them, not after
             check_same_code(results, comparison.out / FILENAME)
         todo += runs
-        where.update((run.folder, comparison.out.name) for run in runs)
+        where.update((run.folder, comparison.out) for run in runs)
     if len(todo) < 2:
         return
     hooks.log(f"{len(todo)} runs of {len(parts)} comparisons side by side, {jobs} at a time")
     pace, warned = Pace(len(todo)), Warned(hooks.log)  # a run's warnings are said here: read back, it has none
-    with contextlib.closing(execute(todo, hooks.run_fn, jobs, threads)) as finished:
-        for done, item, record, took in finished:
-            key = group_key(item.task, item.data)
-            line = f"[side by side {done}/{len(todo)}] {where[item.folder]}: {key} {item.kind} seed{item.seed}"
-            if record is None:
-                hooks.log(f"{line}: stopped before the end (interrupted); run the same command again to resume it")
-                raise KeyboardInterrupt("a run was stopped by a signal")
-            warned(record, key)
-            load = load_average() if took and not failed(record) and is_finished(item) else None
-            if load is not None:  # measured as it finished, kept in the run's own record, which its comparison reads
-                write_json(item.folder / RESULT_FILE, {**read_result(item.folder), "load_average_1min": load})
-            hooks.log(f"{line}: {summary(record, took)}{pace.after(done, took)}")
+    started, t0, spent = datetime.now(timezone.utc), time.perf_counter(), {}  # spent: {comparison: training s}
+    try:
+        with contextlib.closing(execute(todo, hooks.run_fn, jobs, threads)) as finished:
+            for done, item, record, took in finished:
+                _finished(done, item, record, took, f"[side by side {done}/{len(todo)}] {where[item.folder].name}",
+                          hooks, warned, pace)
+                spent[where[item.folder]] = spent.get(where[item.folder], 0.0) + (took or 0.0)
+    finally:  # interrupted too: what the finished runs spent is kept
+        _share_wall_time(spent, started, time.perf_counter() - t0)
+
+
+def _finished(done: int, item, record, took, line: str, hooks, warned: Warned, pace: Pace) -> None:
+    """Say how the run ``item`` ended and keep its load average in its record; KeyboardInterrupt where a signal
+    stopped it."""
+    key = group_key(item.task, item.data)
+    line = f"{line}: {key} {item.kind} seed{item.seed}"
+    if record is None:
+        hooks.log(f"{line}: stopped before the end (interrupted); run the same command again to resume it")
+        raise KeyboardInterrupt("a run was stopped by a signal")
+    warned(record, key)
+    load = load_average() if took and not failed(record) and is_finished(item) else None
+    if load is not None:  # measured as it finished, kept in the run's own record, which its comparison reads
+        write_json(item.folder / RESULT_FILE, {**read_result(item.folder), "load_average_1min": load})
+    hooks.log(f"{line}: {summary(record, took)}{pace.after(done, took)}")
+
+
+def _share_wall_time(spent: dict[Path, float], started: datetime, wall_s: float) -> None:
+    """Give each comparison of ``spent`` its share of the pool's ``wall_s``, in proportion to its runs' training
+    time, as a session of its results.json (a new one where it has none yet: its comparison completes it)."""
+    total = sum(spent.values())
+    code = code_provenance()
+    for out, seconds in spent.items():
+        if seconds <= 0:
+            continue
+        with comparison_lock(out):  # every writer of a comparison's results.json holds it
+            results = Results.load_or_empty(out)
+            results.add_session(session_record(started, wall_s * seconds / total, code, side_by_side=True))
+            results.save(out)
 
 
 __all__ = ["train_side_by_side"]

@@ -60,6 +60,14 @@ def provenance_items(results: Results) -> list[str]:
     return items
 
 
+def _side_by_side(results: Results) -> str:
+    """What of the wall time a study spent training this comparison's runs beside other comparisons' runs."""
+    if not results.side_by_side_s:
+        return ""
+    return (f"; {minutes(results.side_by_side_s)} of it is this comparison's share of the time its runs trained "
+            "beside other comparisons' runs, in proportion to their training time")
+
+
 def _header(results: Results) -> list[Block]:
     presets = ", ".join(results.presets or ["(runs given)"])
     m = results.machine
@@ -73,7 +81,7 @@ def _header(results: Results) -> list[Block]:
     items = [f"command: `{c}`" for c in results.commands]
     items += [f"machine: {machine}",
               f"wall time: {minutes(results.wall_time_s)} in all (every invocation of the command, "
-              "including data loading, tokenizer training and evaluation)",
+              "including data loading, tokenizer training and evaluation" + _side_by_side(results) + ")",
               f"seeds: {', '.join(map(str, seeds)) or 'none'}"]
     loads = results.load_averages
     if loads:

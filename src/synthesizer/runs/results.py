@@ -8,6 +8,8 @@ Layout (``FORMAT = 1``)::
 
     {"format": 1, "presets": ["lm"], "size": "quick", "commands": ["synthesizer compare ..."],
      "machine": {...}, "wall_time_s": 612.3, "sessions": [{"id", "started", "finished", "wall_time_s", "code"}],
+     (a session with "side_by_side": true is the comparison's share of a pool that trained its runs beside
+     other comparisons' runs, comparison/side_by_side.py)
      "labels": {"lm-sotu": "language modelling (SOTU)"},
      "runs": [<run record>, ...],
      "pretraining": [<run record of a pretrained preset's pretraining run>, ...],
@@ -30,6 +32,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -185,6 +189,14 @@ def _session_key(session: dict) -> tuple:
     """What tells sessions apart: the id each has had since ids were recorded, else its times."""
     return (session["id"],) if session.get("id") else (session.get("started"), session.get("finished"),
                                                        session.get("wall_time_s"))
+
+
+def session_record(started: datetime, wall_time_s: float, code: dict | None, **extra: Any) -> dict:
+    """One invocation's entry of ``sessions`` (for :meth:`Results.add_session`): a new id, its start, its end
+    (now), its wall time and code, and ``extra`` (``side_by_side=True``)."""
+    return {"id": uuid.uuid4().hex, "started": started.isoformat(timespec="seconds"),
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "wall_time_s": wall_time_s,
+            "code": code, **extra}
 
 
 def describe_code(code: dict | None) -> str:
@@ -355,6 +367,12 @@ class Results:
     @property
     def wall_time_s(self) -> float:
         return self._data.get("wall_time_s", 0.0)
+
+    @property
+    def side_by_side_s(self) -> float:
+        """The part of :attr:`wall_time_s` that is this comparison's share of pools that trained its runs beside
+        other comparisons' runs (0.0 where it trained its own)."""
+        return sum(float(s.get("wall_time_s") or 0.0) for s in self.sessions if s.get("side_by_side"))
 
     @property
     def sessions(self) -> list[dict]:

@@ -102,7 +102,7 @@ LEAD_ITEM = _simple("a [corpus, kind, what it shows] list of strings",
 # results.json's fields outside the run records (results.py's docstring shows the layout)
 TOP = {"presets": list_of(STR), "size": optional(STR), "commands": list_of(STR), "machine": OBJECT,
        "wall_time_s": NUMBER, "sessions": list_of(fields(id=STR, started=STR, finished=STR, wall_time_s=NUMBER,
-                                                           code=optional(OBJECT))),
+                                                           code=optional(OBJECT), side_by_side=BOOL)),
        "labels": map_of(STR), "left_out": map_of(STR), "attention": map_of(map_of(list_of(LAYER_MAP))),
        "timings": map_of(TIMING), "lead": list_of(LEAD_ITEM), "rendered_by": optional(OBJECT),
        "other_machines": list_of(OBJECT), "runs": list_of(OBJECT), "pretraining": list_of(OBJECT),
