@@ -131,8 +131,26 @@ def test_a_recall_study_counts_the_seeds_that_learned_it_and_names_where_vanilla
     assert "| vanilla | 2/2 | 1/2 |" in section and "| dense+vanilla | 2/2 | 2/2 |" in section
     assert "| none | 0/2 | 0/2 |" in section
     # the share above 100% at width 32 comes with the reason: vanilla missed the lookup there, not at 16
-    assert "Vanilla did not learn the task in every seed at width 32 (1/2 seeds learned it): a share" in section
+    assert "Vanilla did not learn the task in every seed at width 32 (1/2 seeds learned it) within 200 steps: a share" \
+        in section  # with the budget its runs had (the quick lm preset's)
     assert "16 (2/2 seeds learned it)" not in section
+
+
+def test_the_budget_named_where_vanilla_missed_is_the_one_every_run_had():
+    from synthesizer.report.scale import _budget
+
+    class Runs:  # a study's runs per width, as their records keep the training config
+        def __init__(self, *trains):
+            self.trains = trains
+
+        def runs(self, width, key):
+            return [{"config": {"train": t}} for t in self.trains]
+
+    zoology = {"max_steps": 6000, "stop_metric": "accuracy", "stop_at": 0.99}
+    assert _budget(Runs(zoology), "k", [32, 64]) == " within 6,000 steps, stopping early at validation accuracy 0.99"
+    assert _budget(Runs({"max_steps": 1600}), "k", [32]) == " within 1,600 steps"
+    assert _budget(Runs(zoology, {**zoology, "max_steps": 3000}), "k", [32]) == ""  # runs that disagree
+    assert _budget(Runs({}), "k", [32]) == ""  # not recorded
 
 
 def test_the_trend_moves_only_where_the_intervals_part():

@@ -263,6 +263,18 @@ def _vanilla_missed(study: Study, key: str, widths: list[int]) -> list[str]:
     return [f"{w} ({k}/{n} seeds learned it)" for w, (k, n) in counts.items() if n and k < n]
 
 
+def _budget(study: Study, key: str, widths: list[int]) -> str:
+    """" within N steps" (and its early stop) of task ``key``'s runs, as their configs record it; "" where
+    the runs disagree or do not record it."""
+    trains = [(r.get("config") or {}).get("train") or {} for w in widths for r in study.runs(w, key)]
+    budgets = {(t.get("max_steps"), t.get("stop_metric"), t.get("stop_at")) for t in trains}
+    if len(budgets) != 1 or not isinstance(next(iter(budgets))[0], int):
+        return ""
+    steps, metric, target = budgets.pop()
+    stop = f", stopping early at validation {metric} {target:g}" if metric and target is not None else ""
+    return f" within {steps:,} steps{stop}"
+
+
 def _compute_rows(study: Study, key: str, by_width: dict[int, Group]) -> list[list[str]]:
     rows = []
     for w, group in by_width.items():
@@ -312,7 +324,7 @@ def _task_blocks(study: Study, key: str, folder: Path) -> list[Block]:
     missed = _vanilla_missed(study, key, widths) if recall else []
     if missed:
         blocks.append(("p", "Vanilla did not learn the task in every seed at width" + "s" * (len(missed) > 1) + " "
-                            + ", ".join(missed) + ": a "
+                            + ", ".join(missed) + _budget(study, key, widths) + ": a "
                             "share there is measured against vanilla's mean accuracy, which counts the seeds that "
                             "missed the lookup, so a share above 100% may say that vanilla failed at that width "
                             "rather than that the kind does more than attention."))
