@@ -51,7 +51,8 @@ def train_side_by_side(parts: list[Options], hooks) -> None:
         where.update((run.folder, comparison.out) for run in runs)
     if len(todo) < 2:
         return
-    hooks.log(f"{len(todo)} runs of {len(parts)} comparisons side by side, {jobs} at a time")
+    n = len(set(where.values()))  # the comparisons with runs to train here
+    hooks.log(f"{len(todo)} runs of {n} comparison{'s' * (n != 1)} side by side, {jobs} at a time")
     pace, warned = Pace(len(todo)), Warned(hooks.log)  # a run's warnings are said here: read back, it has none
     started, t0, spent = datetime.now(timezone.utc), time.perf_counter(), {}  # spent: {comparison: training s}
     try:
