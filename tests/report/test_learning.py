@@ -104,6 +104,25 @@ def test_a_solved_task_has_flattened_whatever_its_relative_fall():
     assert learning(seeds("vanilla", [300.0, 301.0, 299.0], drop=0.75)).still_learning
 
 
+def test_a_run_stopped_at_its_early_stopping_target_has_learned_whatever_its_last_quarter():
+    """Recall learned all at once: the loss fell 88% in the run's last quarter, which ended at the target."""
+    runs = seeds("vanilla", [0.99, 0.995, 0.3], metric="accuracy", higher=True, drop=0.88,
+                 baselines={"chance_accuracy": 0.002})
+    for run in runs:
+        run["config"] = {"train": {"stop_metric": "accuracy", "stop_at": 0.99}}
+    runs[0]["stopped"] = runs[1]["stopped"] = "target"
+    runs[0]["steps"] = 3250
+    both = learning(runs[:2])
+    assert both.flatness.flattened and not both.still_learning and not both.provisional
+    assert both.curve_text() == ("vanilla reached its early-stopping target (validation accuracy 0.99) in every seed "
+                                 "(learned: training stopped there; step 3250, first seed)")
+    # a seed that ran its whole budget is measured as before; the others are said not to count
+    mixed = learning(runs)
+    assert mixed.still_learning and mixed.flatness.seeds == 1
+    assert mixed.curve_text().endswith("steps 150 to 200; 2 more seeds reached the early-stopping target "
+                                       "(validation accuracy 0.99) and are not counted)")
+
+
 def test_a_rising_curve_has_flattened_and_a_missing_one_is_said():
     assert learning(seeds("vanilla", [300.0], drop=-0.05)).curve_text().startswith(
         "vanilla's validation loss rose 5.0% over the last quarter of training (flattened")

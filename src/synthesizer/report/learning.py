@@ -8,6 +8,8 @@ closing summary and the claims (whose reasons say "provisional" where either fac
   task is provisional (a longer run could change it). A loss that fell by less than ``FLAT_NATS`` (0.01
   nats per prediction) has flattened too, whatever its relative fall: a solved task (a diagnostic at 100%
   accuracy) has a loss near 0, where a fall from 0.002 to 0.0005 is 75% of it and changes no prediction.
+  A run that stopped at its early-stopping target (``train.stop_at``) has learned what the task asks: it is
+  not measured, and where every seed did, vanilla has finished learning.
 * **Margins**: vanilla's test score against each trivial predictor the records hold (``baselines``: the
   unigram model for perplexity, copying the source for generation, the majority class for accuracy), in
   raw units and with the 95% interval of the claims (a t-interval over 3 or more seeds; for the task's own
@@ -56,15 +58,29 @@ def curve_drop(curve: list[dict], steps: int | None = None) -> tuple[float, int,
     return (first - last) / abs(first), start, end, first - last
 
 
+def _target(run: dict) -> str:
+    """The early-stopping target of ``run``'s config: "validation accuracy 0.99" ("" where it has none)."""
+    train = (run.get("config") or {}).get("train") or {}
+    metric, at = train.get("stop_metric"), train.get("stop_at")
+    return f"validation {metric} {at:g}" if metric and isinstance(at, (int, float)) else ""
+
+
 def _flatness(runs: list[dict]) -> Flatness | str:
-    drops = [d for d in (curve_drop(r.get("curve"), r.get("steps")) for r in runs) if d is not None]
+    # a run stopped at its early-stopping target has learned what the task asks: its last quarter is not measured
+    reached = [r for r in runs if r.get("stopped") == "target"]
+    target = _target(reached[0]) if reached else ""
+    measured = [r for r in runs if r.get("stopped") != "target"]
+    drops = [d for d in (curve_drop(r.get("curve"), r.get("steps")) for r in measured) if d is not None]
+    if reached and not measured:
+        step = int(reached[0].get("steps") or 0)
+        return Flatness(0.0, step, step, 0, 0.0, len(reached), target)
     if not drops:
         if not any(r.get("curve") for r in runs):
             return "no validation curve recorded for vanilla"
         return ("vanilla's validation curve has too few evaluations to tell whether it flattened (it needs one at "
                 f"or before {LAST_QUARTER:.0%} of the steps and a later one)")
     return Flatness(statistics.fmean(d[0] for d in drops), drops[0][1], drops[0][2], len(drops),
-                    statistics.fmean(d[3] for d in drops))
+                    statistics.fmean(d[3] for d in drops), len(reached), target)
 
 
 def predictor_name(key: str) -> str:

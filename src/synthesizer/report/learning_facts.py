@@ -17,24 +17,36 @@ METRIC_UNITS = {"bleu": "BLEU", "bleu1": "BLEU-1", "rouge1": "ROUGE-1", "rouge2"
 
 @dataclass
 class Flatness:
-    """Vanilla's validation-loss fall over the last quarter of training (mean over ``seeds``)."""
+    """Vanilla's validation-loss fall over the last quarter of training (mean over ``seeds``); seeds whose
+    training stopped at its early-stopping target (``reached_target`` of them) have learned what the task asks
+    and are not measured (``seeds`` 0 where all did: then ``start`` and ``end`` are the first one's last step)."""
 
     drop: float               # relative fall, positive = the loss went down
     start: int                # the steps it runs between (first seed)
     end: int
     seeds: int
     nats: float = math.inf    # absolute fall (mean over seeds)
+    reached_target: int = 0   # seeds stopped at the early-stopping target
+    target: str = ""          # that target: "validation accuracy 0.99"
+
+    @property
+    def _target(self) -> str:
+        return f" ({self.target})" if self.target else ""
 
     @property
     def flattened(self) -> bool:
-        return self.drop < FLAT_DROP or self.nats < FLAT_NATS
+        return self.seeds == 0 or self.drop < FLAT_DROP or self.nats < FLAT_NATS
 
     def head(self) -> str:
         """"vanilla's validation loss fell 1.3% over the last quarter of training": the fall without its verdict."""
+        if self.seeds == 0:
+            return f"vanilla reached its early-stopping target{self._target} in every seed"
         moved = f"fell {self.drop:.1%}" if self.drop >= 0 else f"rose {-self.drop:.1%}"
         return f"vanilla's validation loss {moved} over the last quarter of training"
 
     def text(self) -> str:
+        if self.seeds == 0:
+            return f"{self.head()} (learned: training stopped there; step {self.end}, first seed)"
         if self.drop < FLAT_DROP:
             state = f"flattened: < {FLAT_DROP:.0%}"
         elif self.flattened:
@@ -42,6 +54,9 @@ class Flatness:
         else:
             state = "still learning: verdicts on this task are provisional"
         over = f"steps {self.start} to {self.end}" + (f", mean over {self.seeds} seeds" if self.seeds > 1 else "")
+        if self.reached_target:
+            over += (f"; {self.reached_target} more seed{'s' * (self.reached_target > 1)} reached the early-stopping "
+                     f"target{self._target} and {'are' if self.reached_target > 1 else 'is'} not counted")
         return f"{self.head()} ({state}; {over})"
 
 
