@@ -116,6 +116,7 @@ class RecallRunner(FakeRunner):
         learned = kind == "dense+vanilla" or (kind == "vanilla" and (width == 16 or cfg.seed == 0))
         accuracy = 0.06 if kind == NONE_KIND else (0.99 if learned else 0.25)
         result.update(data="diag-mqar", primary_metric="accuracy", higher_is_better=True,
+                      stopped="target" if learned else "max_steps",
                       test_metrics={"accuracy": accuracy + 0.001 * cfg.seed},
                       valid_metrics={"accuracy": accuracy}, baselines={})
         (out_dir / "result.json").write_text(json.dumps(result))
@@ -134,6 +135,9 @@ def test_a_recall_study_counts_the_seeds_that_learned_it_and_names_where_vanilla
     assert "Vanilla did not learn the task in every seed at width 32 (1/2 seeds learned it) within 200 steps: a share" \
         in section  # with the budget its runs had (the quick lm preset's)
     assert "16 (2/2 seeds learned it)" not in section
+    # the seeds that learned it stopped at the target, so not every run trained for the same tokens
+    assert "; a run that reaches the task's early-stopping target stops there" in report
+    assert "the same number of tokens (fewer where a run reached its early-stopping target)." in report
 
 
 def test_the_budget_named_where_vanilla_missed_is_the_one_every_run_had():

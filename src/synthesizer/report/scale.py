@@ -388,12 +388,14 @@ def _header(study: Study) -> list[Block]:
     # every width's commands, each once: the study's training command, then the command that made each width's folder
     commands = dict.fromkeys(c for w in study.widths for c in study.results[w].commands)
     seeds = sorted({seed for res in study.results.values() for seed in res.seeds})
+    stopped_early = any(r.get("stopped") == "target" for res in study.results.values() for r in res.runs)
     code = sorted({name for res in study.results.values() for name in res.code})
     items = [f"widths (d_model, with d_ff = 4 d_model; heads and layers as each task has them): "
              f"{', '.join(map(str, study.widths))}",
              f"seeds: {', '.join(map(str, seeds)) or 'none'}",
              f"size: {first.size or 'custom'}; every width trains each task with the same data, steps and "
-             "tokens (the task's budget at this size)",
+             "tokens (the task's budget at this size)" + (
+                 "; a run that reaches the task's early-stopping target stops there" if stopped_early else ""),
              *[f"command: `{c}`" for c in commands],
              f"trained by: {'; '.join(code) or 'code not recorded'}",
              # a task the size leaves out is left out at every width: said once, with its reason
@@ -402,7 +404,8 @@ def _header(study: Study) -> list[Block]:
              "each width's own report, with every table, curve and verdict reason: " + ", ".join(
                  f"[width {w}]({study.folders[w].relative_to(study.root).as_posix()}/report.md)" for w in study.widths)]
     return [("h1", f"Synthesizer scale study: {', '.join(first.presets or ['runs'])}"), ("list", items),
-            ("p", f"What is measured: the widths listed, each trained for the same number of tokens. Nothing here "
+            ("p", f"What is measured: the widths listed, each trained for the same number of tokens"
+                  f"{' (fewer where a run reached its early-stopping target)' if stopped_early else ''}. Nothing here "
                   f"says what happens beyond the widest width, at other budgets, or at the paper's scale; a trend "
                   "between two widths is a trend between those two widths.")]
 
