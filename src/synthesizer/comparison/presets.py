@@ -60,8 +60,9 @@ class PresetTask:
     quick: tuple[str, ...] = ()
     label: str = ""  # what the report calls it, e.g. "language modelling (SOTU)"
     standard: tuple[str, ...] | None = None
-    # Why the task is left out of its preset's standard size (measured: it does not learn in the budget);
-    # "" with no standard overrides: not measured yet, so the preset's standard size is refused.
+    # Why the task is left out of its preset's standard size, as measured (it does not learn in the budget, or
+    # its runs would cost far more than another task that asks the same); "" with no standard overrides: not
+    # measured yet, so the preset's standard size is refused.
     not_standard: str = ""
     max_seeds: int | None = None  # at most this many seeds, whatever --seeds asks (None: as many as asked)
 
