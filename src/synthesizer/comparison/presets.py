@@ -244,7 +244,7 @@ PRESETS["recall"] = Preset(
                    "multi-query recall, Zoology's setting (128 tokens)", standard=_ZOOLOGY_STANDARD,
                    not_standard="measured: a step of this setting takes 0.09 s at width 32 to 0.41 s at width 128 "
                                 "(one thread), so the 63 runs of its rate grid would take some 12 hours of two "
-                                "cores, twice and a half the 64-token setting's, which asks the same question"),
+                                "cores, about 2.4 times the 64-token setting's, which asks the same question"),
     ), baselines=("none",), kinds=_SCALE_KINDS, lrs=(4.6e-4, 2.2e-3, 1e-2),
     widths={"quick": (16, 32), "standard": (32, 64, 128), "full": (32, 64, 128)})
 

@@ -58,18 +58,23 @@ def curve_drop(curve: list[dict], steps: int | None = None) -> tuple[float, int,
     return (first - last) / abs(first), start, end, first - last
 
 
-def _target(run: dict) -> str:
+def early_stop_target(run: dict) -> str:
     """The early-stopping target of ``run``'s config: "validation accuracy 0.99" ("" where it has none)."""
     train = (run.get("config") or {}).get("train") or {}
     metric, at = train.get("stop_metric"), train.get("stop_at")
     return f"validation {metric} {at:g}" if metric and isinstance(at, (int, float)) else ""
 
 
+def reached_target(run: dict) -> bool:
+    """Whether ``run`` stopped because it reached its early-stopping target (training/loop.py's "target")."""
+    return run.get("stopped") == "target"
+
+
 def _flatness(runs: list[dict]) -> Flatness | str:
     # a run stopped at its early-stopping target has learned what the task asks: its last quarter is not measured
-    reached = [r for r in runs if r.get("stopped") == "target"]
-    target = _target(reached[0]) if reached else ""
-    measured = [r for r in runs if r.get("stopped") != "target"]
+    reached = [r for r in runs if reached_target(r)]
+    target = early_stop_target(reached[0]) if reached else ""
+    measured = [r for r in runs if not reached_target(r)]
     drops = [d for d in (curve_drop(r.get("curve"), r.get("steps")) for r in measured) if d is not None]
     if reached and not measured:
         step = int(reached[0].get("steps") or 0)

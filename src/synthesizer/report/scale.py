@@ -37,6 +37,7 @@ from ..runs.results import FILENAME, Results, failed
 from .analysis import Analysis, analyse
 from .claims import CLAIMS, NONE_KIND, verdict_label
 from .document import minutes
+from .learning import early_stop_target, reached_target
 from .render import Block, write_report
 from .tables import LEARNED_ACCURACY, Group, Share, fmt_metric, group_key, group_label, status_text
 from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, read_json
@@ -266,13 +267,14 @@ def _vanilla_missed(study: Study, key: str, widths: list[int]) -> list[str]:
 def _budget(study: Study, key: str, widths: list[int]) -> str:
     """" within N steps" (and its early stop) of task ``key``'s runs, as their configs record it; "" where
     the runs disagree or do not record it."""
-    trains = [(r.get("config") or {}).get("train") or {} for w in widths for r in study.runs(w, key)]
-    budgets = {(t.get("max_steps"), t.get("stop_metric"), t.get("stop_at")) for t in trains}
-    if len(budgets) != 1 or not isinstance(next(iter(budgets))[0], int):
+    budgets = {(((r.get("config") or {}).get("train") or {}).get("max_steps"), early_stop_target(r))
+               for w in widths for r in study.runs(w, key)}
+    if len(budgets) != 1:
         return ""
-    steps, metric, target = budgets.pop()
-    stop = f", stopping early at validation {metric} {target:g}" if metric and target is not None else ""
-    return f" within {steps:,} steps{stop}"
+    (steps, target), = budgets
+    if not isinstance(steps, int):
+        return ""
+    return f" within {steps:,} steps" + (f", stopping early at {target}" if target else "")
 
 
 def _compute_rows(study: Study, key: str, by_width: dict[int, Group]) -> list[list[str]]:
@@ -388,7 +390,7 @@ def _header(study: Study) -> list[Block]:
     # every width's commands, each once: the study's training command, then the command that made each width's folder
     commands = dict.fromkeys(c for w in study.widths for c in study.results[w].commands)
     seeds = sorted({seed for res in study.results.values() for seed in res.seeds})
-    stopped_early = any(r.get("stopped") == "target" for res in study.results.values() for r in res.runs)
+    stopped_early = any(reached_target(r) for res in study.results.values() for r in res.runs)
     code = sorted({name for res in study.results.values() for name in res.code})
     items = [f"widths (d_model, with d_ff = 4 d_model; heads and layers as each task has them): "
              f"{', '.join(map(str, study.widths))}",
