@@ -186,7 +186,9 @@ def _group_blocks(group: Group, runs: list[dict], maps: dict, label: str, folder
                (plots.plot_metric_vs_speed(group, folder / f"{slug(group.key)}-speed.png"),
                 "Test metric against training speed (error bars: std over seeds)."),
                (plots.plot_mixture_weights(group, runs, folder / f"{slug(group.key)}-mixtures.png"),
-                "Mixture weights softmax(α) during training (first seed; per-head weights averaged).")]
+                "Mixture weights softmax(α) during training (first seed; per-head weights averaged). A weight "
+                "scales its component's logits before the one softmax, so it is not that component's share of "
+                "the attention: a component with a small weight can still dominate it where its logits are large.")]
     for kind in [r.kind for r in group.rows if r.kind in maps]:
         path = plots.plot_attention(maps[kind], f"{group.key}: {kind}", folder / f"{slug(group.key)}-attention-{slug(kind)}.png")
         figures.append((path, f"Attention of `{kind}` per layer and head (query position down, key position "
