@@ -236,6 +236,36 @@ def test_attention_weights(kind, causal):
         assert torch.all(probs.triu(1) == 0)
 
 
+@pytest.mark.parametrize("kind", PURE + MIXTURES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_component_logits_sum_to_what_the_layer_softmaxes(kind, causal):
+    layer = build(kind, causal=causal)
+    if layer.alpha is not None:
+        with torch.no_grad():
+            layer.alpha.copy_(torch.linspace(-1.0, 1.5, layer.alpha.numel()))
+    x = torch.randn(3, 6, D)
+    parts = layer.component_logits(x)
+    assert list(parts) == list(layer.components)
+    total = sum(parts.values()).expand(3, H, 6, 6)
+    if causal:
+        total = total.masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), float("-inf"))
+    assert_close_f32(torch.softmax(total, -1), layer.attention_weights(x), "softmax of the parts' sum", LAYER)
+
+
+@pytest.mark.parametrize("kind", ["random+vanilla", "dense+random+vanilla"])
+def test_component_logits_carry_the_mixture_weight(kind):
+    layer = build(kind)
+    x = torch.randn(2, 5, D)
+    before, w_before = layer.component_logits(x), layer.mixture_weights()
+    with torch.no_grad():
+        layer.alpha.copy_(torch.linspace(-2.0, 1.0, layer.alpha.numel()))
+    after, w_after = layer.component_logits(x), layer.mixture_weights()
+    for c, name in enumerate(layer.components):
+        # the same component logits, scaled by each setting's weight
+        assert_close_f32(after[name] / w_after[c], before[name] / w_before[c], name, LAYER)
+        assert not torch.allclose(after[name], before[name])
+
+
 def test_mixture_weights():
     assert build("dense").mixture_weights() is None
     layer = build("dense+random+vanilla")

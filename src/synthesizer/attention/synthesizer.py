@@ -9,6 +9,7 @@ what its components produce for that kernel (``ops.Scores``) and merges the head
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -211,6 +212,13 @@ class SynthesizerAttention(nn.Module):
         probs = reference.probabilities(logits, key_padding_mask, self.causal, documents=documents)
         return probs.expand(x.shape[0], -1, -1, -1)
 
+    def component_logits(self, x: Tensor, position_bias: Tensor | None = None) -> dict[str, Tensor]:
+        """Each component's logits (B or 1, H, n, n) with its mixture weight folded in, by component name;
+        their sum is what the layer softmaxes (masks not applied). A mixture weight scales logits, so how
+        far a component's logits spread along a row, not its weight, says how much it shapes that row."""
+        self._check(x, None, None, position_bias, None)
+        return dict(self._weighted_logits(x, position_bias=position_bias))
+
     # ------------------------------------------------------------------ internals
     def _check(self, x: Tensor, key_padding_mask: Tensor | None, cache: AttentionCache | None,
                position_bias: Tensor | None = None, positions: Tensor | None = None) -> int:
@@ -300,6 +308,22 @@ class SynthesizerAttention(nn.Module):
             total = s if total is None else total + s
         return total
 
+    def _weighted_logits(self, x: Tensor, start: int = 0, keys: Tensor | None = None,
+                         position_bias: Tensor | None = None) -> Iterator[tuple[str, Tensor]]:
+        """Each component's logits (B|1, H, t, start + t) for rows start..start+t-1, its mixture weight
+        folded in (``position_bias`` joins vanilla's); their sum is the layer's logits."""
+        mixed, weights = self.alpha is not None, self._weights()
+        # The keys come first, before any component's logits: the autograd graph then sums the
+        # gradient of x in the same order as it always did (bit for bit the same numbers).
+        keys = self._keys(x) if keys is None else keys
+        n_keys = start + x.shape[1]
+        for w, name, module in zip(weights, self.components, self.logit_modules.values()):
+            cached = keys is not None and registry.spec(name).cached_keys
+            s = module.logits(x, start, n_keys, keys=keys) if cached else module.logits(x, start, n_keys)
+            if position_bias is not None and name == "vanilla":
+                s = s + position_bias
+            yield name, (w * s if mixed else s)  # a lone component needs no weighting pass
+
     def _keys(self, x: Tensor, start: int | Tensor = 0) -> Tensor | None:
         """(B, H, t, dh) keys of the component that pairs rows with earlier positions (vanilla), or None;
         x holds positions start..start+t-1 (rotary keys are rotated by them)."""
@@ -317,23 +341,15 @@ class SynthesizerAttention(nn.Module):
         "bias": the terms of every component. ``position_bias`` joins vanilla's logits (as a term with
         vanilla's weight where the kernel takes terms). ``positions`` (B, n): the features of each token at its
         own position (``features_at``; a ``PER_TOKEN`` kernel's "features" only)."""
+        if needs == "logits":
+            total = None
+            for _, s in self._weighted_logits(x, start, keys, position_bias):
+                total = s if total is None else total + s
+            return Scores(logits=total, start=start)
         mixed = self.alpha is not None
         weights = self._weights()
         items = zip(weights, self.components, self.logit_modules.values())
         n = x.shape[1]
-        if needs == "logits":
-            # The keys come first, before any component's logits: the autograd graph then sums the
-            # gradient of x in the same order as it always did (bit for bit the same numbers).
-            keys = self._keys(x) if keys is None else keys
-            total, n_keys = None, start + n
-            for w, name, module in items:
-                cached = keys is not None and registry.spec(name).cached_keys
-                s = module.logits(x, start, n_keys, keys=keys) if cached else module.logits(x, start, n_keys)
-                if position_bias is not None and name == "vanilla":
-                    s = s + position_bias
-                s = w * s if mixed else s  # a lone component needs no weighting pass
-                total = s if total is None else total + s
-            return Scores(logits=total, start=start)
         terms, features = [], []
         for w, name, module in items:
             weight = w.reshape(-1) if mixed else None  # one value, or one per head
