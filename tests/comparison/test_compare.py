@@ -75,6 +75,14 @@ class FakeRunner:
         return result
 
 
+def set_valid_loss(result: dict, loss: float) -> None:
+    """A fake run's validation loss, as a run that keeps the checkpoint of its lowest one reports it: in
+    valid_metrics and as the lowest point of its curve (what every "lowest validation loss" choice reads)."""
+    result.setdefault("valid_metrics", {})["loss"] = loss
+    result["curve"] = [{**point, "valid_loss": loss + 0.01 * (len(result["curve"]) - i)}
+                       for i, point in enumerate(result["curve"], 1)]
+
+
 class Tok:
     def encode(self, text):
         return [(ord(c) % 50) + 3 for c in text]

@@ -11,12 +11,12 @@ from synthesizer.comparison import run_comparison
 from synthesizer.comparison.baselines import matched_d_ff, strongest
 from synthesizer.comparison.command import plan_commands
 from synthesizer.comparison.study import Options, resolve
-from synthesizer.comparison.tuning import TUNING_FILE, choose
+from synthesizer.comparison.tuning import TUNING_FILE, choose, sweep_table
 from synthesizer.runs.files import group_key
 from synthesizer.runs.results import Results
 from synthesizer.tasks.config import ExperimentConfig
 
-from .test_compare import FakeRunner, load_fn
+from .test_compare import FakeRunner, load_fn, set_valid_loss
 
 # each kind's best rate: vanilla 3e-3, random 1e-2, none 1e-3
 BEST = {"vanilla": 3e-3, "random": 1e-2, "random+vanilla": 3e-3, "none": 1e-3}
@@ -46,7 +46,8 @@ class TunedRunner(FakeRunner):
         loss = (4.0 - POSITION_GAIN.get(cfg.model.get("positions", "learned"), 0.0)
                 + abs(math.log10(lr / BEST[kind])) + 0.01 * cfg.seed + (0.2 if kind == "none" else 0.0)
                 - (0.5 if d_ff > 4 * d else 0.0))
-        result["valid_metrics"] = {"loss": loss}
+        result["valid_metrics"] = {}
+        set_valid_loss(result, loss)
         result["test_metrics"] = {"perplexity": math.exp(loss)}
         total = 5000 + (3000 if kind.startswith("random") else 0) + (2 * d + 1) * (d_ff - 4 * d)  # one layer
         result["params"] = {"total": total, "by_component": {"ffn": (2 * d + 1) * d_ff + d}}
@@ -105,7 +106,7 @@ def test_a_kind_is_extended_only_on_the_task_whose_best_rate_is_at_an_end(tmp_pa
             import math
             result = super().__call__(cfg, out_dir, resume, progress)
             best = 1e-3 if cfg.data["corpus"] == RECALL else 3e-3
-            result["valid_metrics"]["loss"] += abs(math.log10(cfg.train["lr"] / best))
+            set_valid_loss(result, result["valid_metrics"]["loss"] + abs(math.log10(cfg.train["lr"] / best)))
             (out_dir / "result.json").write_text(json.dumps(result))
             self.trained.append((cfg.data["corpus"], cfg.train["lr"]))
             return result
@@ -132,6 +133,20 @@ def test_a_kind_is_extended_only_on_the_task_whose_best_rate_is_at_an_end(tmp_pa
 def test_choose_takes_the_lowest_validation_loss_and_skips_what_did_not_finish():
     table = {"lm-sotu": {"vanilla": {"0.001": 4.5, "0.003": 4.1, "0.01": None}, "random": {"0.001": None}}}
     assert choose(table) == {"lm-sotu": {"vanilla": 0.003, "random": None}}
+
+
+def test_a_rate_is_chosen_by_the_lowest_validation_loss_its_run_reached_not_its_kept_checkpoints():
+    """A task that keeps the checkpoint of best accuracy: at 2.2e-3 the run keeps a chance peak of accuracy at
+    its first evaluation (loss 5.33) but went down to 4.08; at 9.6e-5 it kept 4.85 and reached no lower."""
+    def run(checkpoint_loss, losses):
+        return {"task": "lm", "data": "mqar", "attention": "vanilla", "seed": 0, "test_metrics": {"accuracy": 0.1},
+                "valid_metrics": {"loss": checkpoint_loss}, "curve": [{"step": s, "valid_loss": x}
+                                                                      for s, x in enumerate(losses)]}
+    sweep = {2.2e-3: Results({"runs": [run(5.33, [5.33, 4.08, 4.36])]}),
+             9.6e-5: Results({"runs": [run(4.85, [6.1, 4.85, 4.9])]})}
+    table = sweep_table(sweep)
+    assert table == {"lm-mqar": {"vanilla": {"0.0022": 4.08, "9.6e-05": 4.85}}}
+    assert choose(table) == {"lm-mqar": {"vanilla": 2.2e-3}}
 
 
 def test_a_sweep_picks_each_kinds_rate_on_seed_0_then_trains_the_other_seeds_at_it(tmp_path):

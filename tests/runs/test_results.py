@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from synthesizer.runs.results import Results, describe_code
+from synthesizer.runs.results import Results, describe_code, lowest_valid_loss
 
 
 def record(seed, train_hash="aaa", tokenizer="ttt", origin="/data/lm/sotu (shared data folder)", code=None):
@@ -228,3 +228,18 @@ def test_the_fields_an_older_file_lacks_have_their_defaults_and_setters_keep_the
     assert Results.load(fresh.save(tmp_path)).to_dict() == fresh.to_dict()
     assert Results.folder_of(tmp_path / "results.json") == tmp_path and Results.folder_of(tmp_path) == tmp_path
     assert Results.exists(tmp_path) and not Results.exists(tmp_path / "none")
+
+
+def test_the_lowest_validation_loss_is_the_lowest_the_run_reached_not_its_kept_checkpoints():
+    # a recall run on its plateau: the checkpoint of best accuracy is its first evaluation, loss 5.33
+    plateau = {"test_metrics": {"accuracy": 0.109}, "valid_metrics": {"loss": 5.33, "accuracy": 0.108},
+               "curve": [{"step": 250, "valid_loss": 5.33, "valid_accuracy": 0.108},
+                         {"step": 2500, "valid_loss": 4.08, "valid_accuracy": 0.088},
+                         {"step": 2750, "valid_loss": float("nan")}, {"step": 6000, "valid_loss": 4.36}]}
+    assert lowest_valid_loss(plateau) == 4.08
+    # kept by loss: the same number either way; without a curve, the kept checkpoint's
+    assert lowest_valid_loss({**plateau, "valid_metrics": {"loss": 4.08}}) == 4.08
+    assert lowest_valid_loss({"test_metrics": {}, "valid_metrics": {"loss": 3.5}}) == 3.5
+    assert lowest_valid_loss({"test_metrics": {}, "valid_metrics": {"loss": float("inf")}}) is None
+    assert lowest_valid_loss({**plateau, "diverged": True}) is None
+    assert lowest_valid_loss({"task": "lm", "data": "d", "attention": "vanilla", "seed": 0, "error": "x"}) is None

@@ -3,8 +3,8 @@
 ``synthesizer compare run --lrs 1e-3 3e-3 1e-2`` (or a preset's ``lrs``) trains the first seed of every
 (task, kind) at each learning rate, each rate an ordinary comparison in ``OUT/lr-<rate>/`` (the
 preset's overrides, the user's ``--set``, then ``train.lr``). Each (task, kind) then takes the rate
-whose run ended with the lowest validation loss (``valid_metrics.loss``; never a test number), and
-the comparison in ``OUT/tuned/`` trains every seed of every kind at its chosen rate. Its first seed
+whose run reached the lowest validation loss (:func:`~synthesizer.runs.results.lowest_valid_loss`; never a
+test number), and the comparison in ``OUT/tuned/`` trains every seed of every kind at its chosen rate. Its first seed
 is the sweep's run at that rate, read from the sweep's results.json (not trained again), so the
 tuned comparison spends only the other seeds. A (task, kind) none of whose sweep runs finished with a
 finite validation loss (all diverged or failed) trains at the preset's rate, and ``tuning.json`` says
@@ -19,11 +19,10 @@ the best of a learning-rate sweep, so that no kind is judged at a rate chosen fo
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 from typing import Callable
 
-from ..runs.results import Results, failed
+from ..runs.results import Results, lowest_valid_loss
 from ..runs.files import LR_PREFIX, TUNED, TUNING_FILE, group_key, read_json, write_json
 from ..runs.lock import FolderLock, comparison_lock
 from .carry import carry_runs
@@ -45,14 +44,6 @@ def at_lr(study: Study, lr: float) -> Options:
                                overrides=(*options.overrides, lr_override(lr)), lr_by_run=())
 
 
-def _valid_loss(record: dict) -> float | None:
-    """A finished run's final validation loss, or None (failed, diverged, or not finite)."""
-    if failed(record) or record.get("diverged"):
-        return None
-    loss = (record.get("valid_metrics") or {}).get("loss")
-    return float(loss) if isinstance(loss, (int, float)) and math.isfinite(loss) else None
-
-
 def sweep_table(sweep: dict[float, Results]) -> dict[str, dict[str, dict[str, float | None]]]:
     """``{task group: {kind: {rate: validation loss or None}}}`` of the first seed at every rate."""
     table: dict[str, dict[str, dict[str, float | None]]] = {}
@@ -61,7 +52,7 @@ def sweep_table(sweep: dict[float, Results]) -> dict[str, dict[str, dict[str, fl
             if record.get("seed", 0) != 0:
                 continue
             key = group_key(record["task"], record["data"])
-            table.setdefault(key, {}).setdefault(record["attention"], {})[repr(lr)] = _valid_loss(record)
+            table.setdefault(key, {}).setdefault(record["attention"], {})[repr(lr)] = lowest_valid_loss(record)
     return table
 
 

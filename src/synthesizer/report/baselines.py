@@ -24,7 +24,7 @@ import statistics
 from pathlib import Path
 
 from ..errors import InputError
-from ..runs.results import FILENAME, Results, failed
+from ..runs.results import FILENAME, Results, failed, lowest_valid_loss
 from .analysis import analyse
 from .claims import evaluate_claims, verdict_label
 from .groups import build_groups
@@ -38,14 +38,14 @@ REFERENCE_SCHEME = "learned"  # the committed comparisons' vanilla
 
 
 def strongest(schemes: tuple[str, ...], results: dict[str, Results | None]) -> str:
-    """The scheme whose vanilla's seed 0 ended with the lowest validation loss (the study's rule, which
+    """The scheme whose vanilla's seed 0 reached the lowest validation loss (the study's rule, which
     the report states); InputError where none finished."""
     losses = {}
     for scheme in schemes:
         for record in results[scheme].runs if results.get(scheme) else []:
-            loss = (record.get("valid_metrics") or {}).get("loss")
-            if record.get("seed", 0) == 0 and not failed(record) and not record.get("diverged") and loss is not None:
-                losses[scheme] = float(loss)
+            loss = lowest_valid_loss(record)
+            if record.get("seed", 0) == 0 and loss is not None:
+                losses[scheme] = loss
     if not losses:
         raise InputError("no position scheme's vanilla run finished with a validation loss: nothing to choose from")
     return min(losses, key=losses.get)

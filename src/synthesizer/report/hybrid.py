@@ -23,7 +23,7 @@ import math
 from ..attention.names import LAYER_SEPARATOR, layer_parts
 from ..data.generated import DIAGNOSTIC_CORPORA
 from .render import Block
-from ..runs.results import failed
+from ..runs.results import failed, lowest_valid_loss
 from .tables import LEARNED_ACCURACY, Group, Share, fmt_count, fmt_metric, group_key, group_label
 
 CLOSE = 0.9  # a share of vanilla's gain over `none` from which a kind "comes close" to vanilla
@@ -80,8 +80,7 @@ def _learned(runs: list[dict], kind: str) -> tuple[int, int]:
 def _seed0_valid_loss(runs: list[dict], kind: str) -> float | None:
     record = next((r for r in runs if r["attention"] == kind and r.get("seed", 0) == 0 and not failed(r)
                    and not r.get("diverged")), None)
-    loss = None if record is None else (record.get("valid_metrics") or {}).get("loss")
-    return None if loss is None else float(loss)
+    return None if record is None else lowest_valid_loss(record)
 
 
 def _step_ratio(group: Group, kind: str) -> str:

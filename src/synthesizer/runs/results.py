@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import uuid
 from datetime import datetime, timezone
@@ -126,6 +127,26 @@ def outcome(record: Record) -> str:
 
 def failed(record: Record) -> bool:
     return outcome(record) == FAILED
+
+
+def lowest_valid_loss(record: Record) -> float | None:
+    """The lowest validation loss a finished run reached, the number every "lowest validation loss" choice
+    reads (a learning rate, a position scheme, a placement); None where the run failed, diverged or has none.
+
+    Read from the run's curve of evaluations where it has one, not from ``valid_metrics``: those are measured
+    at the checkpoint the task keeps, and a task that keeps the checkpoint of best accuracy (recall,
+    classification) can keep one whose loss is far from the run's lowest. A recall run on its plateau keeps
+    the chance peak of accuracy at its first evaluation (loss 5.33, where the run went down to 4.08), which
+    would rank rates by where that peak fell. Where the checkpoint is kept by loss the two are the same
+    number."""
+    if failed(record) or record.get("diverged"):
+        return None
+    losses = [point["valid_loss"] for point in record.get("curve") or () if "valid_loss" in point]
+    finite = [float(x) for x in losses if isinstance(x, (int, float)) and math.isfinite(x)]
+    if finite:
+        return min(finite)
+    loss = (record.get("valid_metrics") or {}).get("loss")
+    return float(loss) if isinstance(loss, (int, float)) and math.isfinite(loss) else None
 
 
 def run_key(run: dict) -> tuple:
