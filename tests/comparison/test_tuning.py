@@ -183,6 +183,30 @@ def test_a_sweep_picks_each_kinds_rate_on_seed_0_then_trains_the_other_seeds_at_
     assert runner2.calls == []
 
 
+def test_a_choice_that_moves_replaces_the_run_carried_for_it_without_training(tmp_path):
+    """A sweep read again can choose another rate (a rate added, a new reading of the same runs): the
+    tuned comparison's seed 0, carried from the old rate's folder, gives way to the new rate's run."""
+    kw = dict(kinds=["vanilla", "random"], baselines=["none"], seeds=1, lrs=(1e-3, 3e-3, 1e-2))
+    study(tmp_path, TunedRunner(), **kw)
+    assert json.loads((tmp_path / TUNING_FILE).read_text())["chosen"]["lm-sotu"]["vanilla"] == 3e-3
+    folder = tmp_path / "lr-0.001"
+    results = Results.load(folder / "results.json")
+    record = dict(next(r for r in results.runs if r["attention"] == "vanilla"))
+    set_valid_loss(record, 1.0)  # below every other rate's
+    results.put_run(record)
+    results.save(folder)
+    (folder / record["run_dir"] / "result.json").write_text(json.dumps(record))
+
+    runner = TunedRunner()
+    _, lines = study(tmp_path, runner, **kw)
+    assert runner.rates == [0.00033]  # only the round past the grid's end where vanilla's best now is
+    tuned = Results.load(tmp_path / "tuned" / "results.json")
+    assert {r["attention"]: r["config"]["train"]["lr"] for r in tuned.runs} == {"vanilla": 1e-3, "random": 1e-2,
+                                                                                 "none": 1e-3}
+    assert next(r for r in tuned.runs if r["attention"] == "vanilla")["run_dir"].startswith("../lr-0.001/")
+    assert any("carried earlier at another config replaced: vanilla seed 0" in line for line in lines)
+
+
 def test_with_several_jobs_a_sweeps_rates_and_each_round_past_its_ends_train_side_by_side(tmp_path):
     """Every rate of the grid trains in one pool, then each extension round's rates (vanilla below the grid,
     random above it) in another; the choices and records are those of one job."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..runs.results import FILENAME, Results, failed
+from ..runs.results import FILENAME, Results, failed, run_key
 from ..runs.files import group_key
 from ..runs.lock import comparison_lock
 from .plan import build_comparison, config_difference, run_config
@@ -34,7 +34,6 @@ def carry_runs(options: Options, hooks, sources: list[Path]) -> int:
 def _carry(comparison, hooks, sources: list[Path]) -> int:
     """:func:`carry_runs` into the resolved ``comparison``, whose folder is locked."""
     target = Results.load_or_empty(comparison.out)
-    have = {(r["task"], r["data"], r["attention"], r.get("seed", 0)) for r in target.runs if not failed(r)}
     planned = {}
     for task in comparison.tasks:
         for seed in range(comparison.seeds):
@@ -42,6 +41,13 @@ def _carry(comparison, hooks, sources: list[Path]) -> int:
                 for kind in comparison.kinds:
                     run = task.run(comparison.out, kind, seed)
                     planned[(run.task, run.data, kind, seed)] = run
+    held = {run_key(r): r for r in target.runs if not failed(r)}
+    # a record carried here earlier whose config is no longer the planned one (a sweep's choice moved: another
+    # rate was added, or the rule changed) gives way to the source that has it; the folder that trained it
+    # keeps it. A run trained in this folder at another config is still refused (plan.check_same_config).
+    moved = {key for key, r in held.items() if key in planned and _trained_elsewhere(r, comparison.out)
+             and config_difference(r, run_config(planned[key])) is not None}
+    have = set(held) - moved
     carried = 0
     for source in sources:
         if not Results.exists(source):
@@ -59,12 +65,24 @@ def _carry(comparison, hooks, sources: list[Path]) -> int:
             target.put_run(record)
             group = group_key(record["task"], record["data"])
             maps = results.attention.get(group, {}).get(record["attention"])
-            if maps is not None:
+            if maps is not None and key in moved:
+                target.maps_of(group)[record["attention"]] = maps
+            elif maps is not None:
                 target.maps_of(group).setdefault(record["attention"], maps)
             have.add(key)
             carried += 1
     if carried:
         target.save(comparison.out)
+        replaced = sorted(moved & have)
+        if replaced:
+            hooks.log(f"{len(replaced)} run(s) carried earlier at another config replaced: "
+                      + ", ".join(f"{kind} seed {seed}" for _, _, kind, seed in replaced))
         hooks.log(f"{carried} finished run(s) of {', '.join(map(str, sources))} carried into "
                   f"{comparison.out / FILENAME} (the same config: read, not trained again)")
     return carried
+
+
+def _trained_elsewhere(record: dict, out: Path) -> bool:
+    """Whether ``record`` was carried here: its run folder lies outside the comparison's folder ``out``."""
+    run_dir = record.get("run_dir")
+    return run_dir is not None and not (Path(out) / run_dir).resolve().is_relative_to(Path(out).resolve())
