@@ -90,6 +90,11 @@ def test_a_best_rate_at_an_end_of_what_a_kind_was_tried_at_asks_for_the_next_rat
     # per task: random bracketed on recall is not extended there
     table["recall"] = {"random": {"0.001": 4.9, "0.003": 4.6, "0.01": 4.8}}
     assert edge_rates(table, 10 / 3, 3)[0.033] == {"lm-sotu": ["random"]}
+    # twice past an end of the grid at most, counted from the rates tried (a resumed sweep goes no further)
+    grid = (0.001, 0.003, 0.01)
+    table = {"lm-sotu": {"none": {"0.00033": 4.5, "0.001": 4.6, "0.003": 4.7}, "random": {"0.01": 4.6, "0.033": 4.5,
+                                                                                          "0.11": 4.4}}}
+    assert edge_rates(table, 10 / 3, 3, grid) == {0.00011: {"lm-sotu": ["none"]}}
 
 
 def test_a_kind_is_extended_only_on_the_task_whose_best_rate_is_at_an_end(tmp_path):

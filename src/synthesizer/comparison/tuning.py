@@ -88,12 +88,14 @@ def read_tuning(out: Path) -> dict | None:
     return read_json(path) if path.is_file() else None
 
 
-def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float,
-               down: float) -> dict[float, dict[str, list[str]]]:
+def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float, down: float,
+               grid: tuple[float, ...] = ()) -> dict[float, dict[str, list[str]]]:
     """``{rate: {task group: kinds}}`` to sweep next: a (task group, kind) whose best rate is the largest it was
     tried at goes on to that rate times ``up``, one whose best is its smallest to that rate divided by ``down``
     (2 significant digits), so that every choice ends up bracketed by a rate on each side (or by a run that
-    diverged). Per task group: a kind bracketed on one task is not trained again on it for another's sake."""
+    diverged). Per task group: a kind bracketed on one task is not trained again on it for another's sake.
+    Past an end of the ``grid``, a kind goes at most ``MAX_EXTENSIONS`` rates, counted from the rates it was
+    tried at, so that a study resumed (or read again under another rule) does not go further."""
     wanted: dict[float, dict[str, list[str]]] = {}
     for key, kinds in table.items():
         for kind, losses in kinds.items():
@@ -101,8 +103,10 @@ def edge_rates(table: dict[str, dict[str, dict[str, float | None]]], up: float,
             if not finite:
                 continue
             tried, best = sorted(float(lr) for lr in losses), min(finite, key=finite.get)
-            for edge, rate in ((tried[-1], best * up), (tried[0], best / down)):
-                if best == edge:
+            past_top = sum(lr > max(grid) for lr in tried) if grid else 0
+            past_bottom = sum(lr < min(grid) for lr in tried) if grid else 0
+            for edge, rate, past in ((tried[-1], best * up, past_top), (tried[0], best / down, past_bottom)):
+                if best == edge and past < MAX_EXTENSIONS:
                     wanted.setdefault(float(f"{rate:.2g}"), {}).setdefault(key, []).append(kind)
     return wanted
 
@@ -138,10 +142,8 @@ def _sweep(study: Study, hooks, compare_fn: Callable, out: Path, lrs: tuple[floa
     train(dict.fromkeys(lrs))
     if len(lrs) > 1:
         up, down = lrs[-1] / lrs[-2], lrs[1] / lrs[0]  # the grid's own steps
-        for _ in range(MAX_EXTENSIONS):
-            wanted = edge_rates(sweep_table(sweep), up, down)
-            if not wanted:
-                break
+        # ends when every choice is bracketed or has gone MAX_EXTENSIONS rates past the grid (edge_rates)
+        while wanted := edge_rates(sweep_table(sweep), up, down, lrs):
             train(wanted)
     table = sweep_table(sweep)
     return write_tuning(out, tuple(sorted(sweep)), table, choose(table), done=True)
