@@ -142,8 +142,12 @@ def _sweep(study: Study, hooks, compare_fn: Callable, out: Path, lrs: tuple[floa
     train(dict.fromkeys(lrs))
     if len(lrs) > 1:
         up, down = lrs[-1] / lrs[-2], lrs[1] / lrs[0]  # the grid's own steps
-        # ends when every choice is bracketed or has gone MAX_EXTENSIONS rates past the grid (edge_rates)
-        while wanted := edge_rates(sweep_table(sweep), up, down, lrs):
+        # each round takes every kind it extends one rate further past the grid, and edge_rates stops a kind
+        # MAX_EXTENSIONS past it (counting the rates of earlier sessions), so this many rounds are enough
+        for _ in range(MAX_EXTENSIONS):
+            wanted = edge_rates(sweep_table(sweep), up, down, lrs)
+            if not wanted:
+                break
             train(wanted)
     table = sweep_table(sweep)
     return write_tuning(out, tuple(sorted(sweep)), table, choose(table), done=True)
