@@ -54,7 +54,7 @@ def _carry(comparison, hooks, sources: list[Path]) -> int:
             continue
         results = Results.load(source)
         for record in results.runs:
-            key = (record["task"], record["data"], record["attention"], record.get("seed", 0))
+            key = run_key(record)
             run = planned.get(key)
             if (run is None or key in have or failed(record) or "config" not in record
                     or config_difference(record, run_config(run)) is not None):
@@ -65,10 +65,8 @@ def _carry(comparison, hooks, sources: list[Path]) -> int:
             target.put_run(record)
             group = group_key(record["task"], record["data"])
             maps = results.attention.get(group, {}).get(record["attention"])
-            if maps is not None and key in moved:
+            if maps is not None and (key in moved or record["attention"] not in target.maps_of(group)):
                 target.maps_of(group)[record["attention"]] = maps
-            elif maps is not None:
-                target.maps_of(group).setdefault(record["attention"], maps)
             have.add(key)
             carried += 1
     if carried:

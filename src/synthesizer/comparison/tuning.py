@@ -4,8 +4,8 @@
 (task, kind) at each learning rate, each rate an ordinary comparison in ``OUT/lr-<rate>/`` (the
 preset's overrides, the user's ``--set``, then ``train.lr``). Each (task, kind) then takes the rate
 whose run reached the lowest validation loss (:func:`~synthesizer.runs.results.lowest_valid_loss`; never a
-test number), and the comparison in ``OUT/tuned/`` trains every seed of every kind at its chosen rate. Its first seed
-is the sweep's run at that rate, read from the sweep's results.json (not trained again), so the
+test number), and the comparison in ``OUT/tuned/`` trains every seed of every kind at its chosen rate. Its
+first seed is the sweep's run at that rate, read from the sweep's results.json (not trained again), so the
 tuned comparison spends only the other seeds. A (task, kind) none of whose sweep runs finished with a
 finite validation loss (all diverged or failed) trains at the preset's rate, and ``tuning.json`` says
 so. ``OUT/tuning.json`` holds the sweep's validation losses and the choices, rewritten after each rate;

@@ -78,9 +78,7 @@ def _learned(runs: list[dict], kind: str) -> tuple[int, int]:
 
 
 def _seed0_valid_loss(runs: list[dict], kind: str) -> float | None:
-    record = next((r for r in runs if r["attention"] == kind and r.get("seed", 0) == 0 and not failed(r)
-                   and not r.get("diverged")), None)
-    return None if record is None else lowest_valid_loss(record)
+    return next((lowest_valid_loss(r) for r in runs if r["attention"] == kind and r.get("seed", 0) == 0), None)
 
 
 def _step_ratio(group: Group, kind: str) -> str:

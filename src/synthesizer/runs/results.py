@@ -141,12 +141,12 @@ def lowest_valid_loss(record: Record) -> float | None:
     number."""
     if failed(record) or record.get("diverged"):
         return None
-    losses = [point["valid_loss"] for point in record.get("curve") or () if "valid_loss" in point]
-    finite = [float(x) for x in losses if isinstance(x, (int, float)) and math.isfinite(x)]
-    if finite:
-        return min(finite)
-    loss = (record.get("valid_metrics") or {}).get("loss")
-    return float(loss) if isinstance(loss, (int, float)) and math.isfinite(loss) else None
+    finite = lambda x: isinstance(x, (int, float)) and math.isfinite(x)  # noqa: E731
+    reached = [float(p["valid_loss"]) for p in record.get("curve") or () if finite(p.get("valid_loss"))]
+    if reached:
+        return min(reached)
+    kept = (record.get("valid_metrics") or {}).get("loss")
+    return float(kept) if finite(kept) else None
 
 
 def run_key(run: dict) -> tuple:
