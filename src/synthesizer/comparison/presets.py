@@ -228,9 +228,9 @@ PRESETS["scale"] = Preset(
 # recall: multi-query associative recall as Zoology (Arora et al., 2023) trains it, scaled to this machine
 # (data/generated.py: 64 and 128 tokens, 4-16 pairs, a vocabulary of 1,024; rotary positions, the configs'):
 # every kind at widths 32-128, each at the best of Zoology's learning rates (logspace(-4, -2, 4)) from 4.6e-4
-# up (the sweep extends past the grid's lower end to 1e-4 where 4.6e-4 is best), stopping early at validation
+# up (the sweep goes up to two rates past an end of the grid where that end is best), stopping early at validation
 # accuracy 0.99; the report gives the best accuracy over the rates against width. Standard: 6,000 steps of 64
-# rows (9.6 epochs of the 40,000 training rows; Zoology trains up to 64 epochs of 100,000), the 64-token
+# rows (3.84 epochs of the 100,000 training rows; Zoology trains up to 64 epochs of them), the 64-token
 # setting only (docs/bench/presets.md#recall measured both).
 _ZOOLOGY_QUICK = ("data.limit=4000", "train.max_steps=150", "train.warmup_steps=15", "train.eval_every=50",
                   "train.log_every=10")
