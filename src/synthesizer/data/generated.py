@@ -248,8 +248,8 @@ class GeneratedCorpus:
 # recall has one scored answer per row: a 2-layer vanilla model memorised 20000 rows before it learned the
 # lookup (accuracy ~0.22 after 6000 steps); on 100000 it learns it by about step 2000
 # Zoology-style MQAR: Zoology's 100,000 rows per setting; on 40,000 a width-128 vanilla fitted the rows (training
-# loss 2.81 against 4.36 on validation after 6,000 steps) and never learned the lookup, on 100,000 it learns it
-# by step 3,500 (docs/bench/presets.md#recall)
+# loss 2.81 against 4.36 on validation after 6,000 steps) and learned the lookup at no rate tried; on 100,000 it
+# learns it by step 3,500 (docs/bench/presets.md#recall)
 _DIAGNOSTIC_TRAIN_ROWS = {"recall": 100000, "mqar-zoology-64": 100000, "mqar-zoology-128": 100000}
 _ZOOLOGY = ("mqar-zoology-64", "mqar-zoology-128")
 

@@ -21,14 +21,13 @@ closing summary and the claims (whose reasons say "provisional" where either fac
 
 from __future__ import annotations
 
-import math
 import statistics
 
 import numpy as np
 
 from .claims import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, GLUE_TASK, MIN_SEEDS, TRIVIAL_NAMES, Scale, trivial_key
 from .learning_facts import Flatness, Learning, Margin
-from ..runs.results import failed
+from ..runs.results import failed, finite_number
 from .stats import bootstrap_metric, per_example_of, t_interval
 from .tables import Group
 
@@ -46,8 +45,7 @@ VANILLA = "vanilla"
 def curve_drop(curve: list[dict], steps: int | None = None) -> tuple[float, int, int, float] | None:
     """(relative fall, start step, end step, absolute fall) of ``valid_loss`` over the last quarter of a run
     of ``steps`` steps (default: its last eval); None without an eval at or before 75% of them and a later one."""
-    points = sorted((int(p["step"]), float(p["valid_loss"])) for p in curve or []
-                    if isinstance(p.get("valid_loss"), (int, float)) and math.isfinite(p["valid_loss"]))
+    points = sorted((int(p["step"]), float(p["valid_loss"])) for p in curve or [] if finite_number(p.get("valid_loss")))
     if len(points) < 2:
         return None
     cut = LAST_QUARTER * (steps or points[-1][0])
@@ -105,8 +103,7 @@ def _margin(group: Group, runs: list[dict], key: str, metric: str, trivial: floa
         return None
     scale = Scale(metric, trivial, None, log, higher)
     by_seed = {int(r.get("seed", 0)): r["test_metrics"][metric] for r in runs
-               if isinstance(r["test_metrics"].get(metric), (int, float)) and math.isfinite(r["test_metrics"][metric])
-               and (not log or r["test_metrics"][metric] > 0)}
+               if finite_number(r["test_metrics"].get(metric)) and (not log or r["test_metrics"][metric] > 0)}
     if not by_seed:
         return None
     gains = [scale.phi(v) - scale.phi(trivial) for v in by_seed.values()]

@@ -129,6 +129,11 @@ def failed(record: Record) -> bool:
     return outcome(record) == FAILED
 
 
+def finite_number(value) -> bool:
+    """Whether a value read from a record is a finite int or float (not None, NaN, infinite or a string)."""
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def lowest_valid_loss(record: Record) -> float | None:
     """The lowest validation loss a finished run reached, the number every "lowest validation loss" choice
     reads (a learning rate, a position scheme, a placement); None where the run failed, diverged or has none.
@@ -141,12 +146,11 @@ def lowest_valid_loss(record: Record) -> float | None:
     number."""
     if failed(record) or record.get("diverged"):
         return None
-    finite = lambda x: isinstance(x, (int, float)) and math.isfinite(x)  # noqa: E731
-    reached = [float(p["valid_loss"]) for p in record.get("curve") or () if finite(p.get("valid_loss"))]
+    reached = [float(p["valid_loss"]) for p in record.get("curve") or () if finite_number(p.get("valid_loss"))]
     if reached:
         return min(reached)
     kept = (record.get("valid_metrics") or {}).get("loss")
-    return float(kept) if finite(kept) else None
+    return float(kept) if finite_number(kept) else None
 
 
 def run_key(run: dict) -> tuple:
